@@ -1,0 +1,211 @@
+"""The base class of agentenvs' text environments.
+
+This module holds :class:`TextAgentEnv` (parse, penalise, count, keep the ``info`` contract) and
+:func:`text_space` (the Gymnasium ``Text`` space our observations and actions live in).
+
+A subclass implements the game through six hooks: ``_load_task``, ``_observation``, ``_to_command``,
+``_apply``, ``_state_key`` and ``_admissible_actions`` (plus ``_extra_info`` if it has more to say).
+The base class does the rest the same way for every env:
+
+* ``reset(seed=..., options={"task_id": ...})`` picks the task: an explicit ``task_id`` wins, then
+  the task stream (``task_stream_seed``, which group-vector envs set so a block of sub-envs walks the
+  same task sequence), then the env's seeded ``np_random`` over the configured split.
+* ``step(text)`` parses ``text`` (``action_format="tagged"``: the ``<think>/<action>`` convention of
+  :func:`~agentenvs.core.parsing.parse_action`; ``"plain"``: the whole text is the command). An
+  invalid action never raises: it earns ``-invalid_action_penalty``, leaves the state unchanged, counts
+  toward ``max_steps`` (so every episode ends) and the next observation says why.
+* ``terminated`` means won; ``truncated`` means ``max_steps`` reached without winning. Stepping a
+  finished episode raises :class:`gymnasium.error.ResetNeeded`.
+* Every ``info`` has ``won``, ``action_valid``, ``invalid_reason``, ``state_key``, ``task_id``,
+  ``admissible_actions`` and ``step`` (steps taken so far).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Hashable
+from typing import Any, Generic, TypeVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.error import ResetNeeded
+
+from agentenvs.core.parsing import ParsedAction, parse_action
+from agentenvs.core.tasks import TaskPanel
+
+__all__ = ["TextAgentEnv", "text_space", "TEXT_CHARSET"]
+
+#: Characters a text observation may hold: printable ASCII (with tab and newline) plus extras.
+TEXT_CHARSET = frozenset(string.printable)
+
+ObsType = TypeVar("ObsType")
+
+
+def text_space(max_length: int = 65_536, extra_chars: str = "") -> gym.spaces.Text:
+    """A ``Text`` space over printable ASCII plus ``extra_chars``, 0 to ``max_length`` characters."""
+    return gym.spaces.Text(max_length, min_length=0, charset=TEXT_CHARSET | frozenset(extra_chars))
+
+
+class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
+    """Base class: a text-action env with task panels, a format rule and the info contract.
+
+    Args:
+        tasks: the env's task panel.
+        max_steps: episode budget; every step, valid or not, counts.
+        split: the panel split that ``reset`` draws from when no task id is given.
+        invalid_action_penalty: reward of an invalid action is ``-invalid_action_penalty``.
+        action_format: ``"tagged"`` (``<think>..</think><action>..</action>``) or ``"plain"``.
+        require_think: with ``"tagged"``, demand the think block.
+        render_mode: ``None`` or ``"ansi"`` (subclasses may add more).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        *,
+        tasks: TaskPanel,
+        max_steps: int,
+        split: str = "train",
+        invalid_action_penalty: float = 0.1,
+        action_format: str = "tagged",
+        require_think: bool = True,
+        render_mode: str | None = None,
+    ) -> None:
+        if action_format not in ("tagged", "plain"):
+            raise ValueError(f"action_format must be 'tagged' or 'plain', got {action_format!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        tasks.ids(split)  # validates the split name
+        self.tasks = tasks
+        self.max_steps = max_steps
+        self.split = split
+        self.invalid_action_penalty = float(invalid_action_penalty)
+        self.action_format = action_format
+        self.require_think = require_think
+        self.render_mode = render_mode
+        self.task_id: str | None = None
+        self._task_stream: np.random.Generator | None = None
+        self._task_stream_seed: int | None = None
+        self._steps = 0
+        self._done = True
+        self._won = False
+
+    # -- task selection --------------------------------------------------------------------------
+    @property
+    def task_stream_seed(self) -> int | None:
+        """Seed of the task stream; envs given the same seed draw the same task sequence."""
+        return self._task_stream_seed
+
+    @task_stream_seed.setter
+    def task_stream_seed(self, seed: int | None) -> None:
+        self._task_stream_seed = seed
+        self._task_stream = None if seed is None else np.random.default_rng(seed)
+
+    def _choose_task(self, options: dict[str, Any] | None) -> str:
+        task_id = (options or {}).get("task_id")
+        if task_id is not None:
+            if task_id not in self.tasks:
+                raise ValueError(f"unknown task id {task_id!r} for {type(self).__name__}")
+            return str(task_id)
+        ids = self.tasks.ids((options or {}).get("split", self.split))
+        if len(ids) == 0:
+            raise ValueError(f"split {self.split!r} has no tasks")
+        rng = self._task_stream if self._task_stream is not None else self.np_random
+        return ids[int(rng.integers(len(ids)))]
+
+    # -- Gymnasium API -----------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[ObsType, dict[str, Any]]:
+        """Start the task from ``options["task_id"]`` (or a drawn one); see the module doc."""
+        super().reset(seed=seed)
+        self.task_id = self._choose_task(options)
+        self._load_task(self.task_id)
+        self._steps, self._done, self._won = 0, False, False
+        return self._observation(""), self._info(True, "")
+
+    def step(self, action: str) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise ResetNeeded("the episode is over; call reset() before step()")
+        parsed = self._parse(action)
+        command = None
+        if parsed.valid:
+            command, problem = self._to_command(parsed.command)
+            if command is None:
+                parsed = ParsedAction(parsed.command, False, problem)
+        if parsed.valid:
+            reward, self._won = self._apply(command)
+        else:
+            reward = -self.invalid_action_penalty
+        self._steps += self._counts(parsed)
+        terminated = self._won
+        truncated = not terminated and self._steps >= self.max_steps
+        self._done = terminated or truncated
+        feedback = "" if parsed.valid else f"Invalid action: {parsed.reason}."
+        return self._observation(feedback), float(reward), terminated, truncated, self._info(parsed.valid, parsed.reason)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._render_text()
+        return None
+
+    # -- shared helpers ----------------------------------------------------------------------------
+    def _parse(self, action: object) -> ParsedAction:
+        if self.action_format == "plain":
+            if not isinstance(action, str):
+                return ParsedAction(None, False, f"the action must be text, got {type(action).__name__}")
+            command = action.strip()
+            return ParsedAction(command, True) if command else ParsedAction(None, False, "empty action")
+        return parse_action(action, require_think=self.require_think)
+
+    def _counts(self, parsed: ParsedAction) -> int:
+        """How many steps ``parsed`` consumes from the budget (1; compat modes may waive invalid ones)."""
+        return 1
+
+    def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
+        info = {
+            "won": bool(self._won),
+            "action_valid": bool(action_valid),
+            "invalid_reason": reason,
+            "state_key": self._state_key(),
+            "task_id": self.task_id,
+            "admissible_actions": self._admissible_actions(),
+            "step": self._steps,
+        }
+        info.update(self._extra_info())
+        return info
+
+    # -- hooks for subclasses ----------------------------------------------------------------------
+    def _load_task(self, task_id: str) -> None:
+        """Build the initial state of ``task_id``; deterministic in ``task_id`` alone."""
+        raise NotImplementedError
+
+    def _observation(self, feedback: str) -> ObsType:
+        """The observation of the current state; ``feedback`` (may be empty) explains an invalid action."""
+        raise NotImplementedError
+
+    def _to_command(self, text: str) -> tuple[Any, str]:
+        """Map parsed action text to an engine command: ``(command, "")`` or ``(None, reason)``."""
+        return text, ""
+
+    def _apply(self, command: Any) -> tuple[float, bool]:
+        """Execute a valid command; return ``(reward, won)``."""
+        raise NotImplementedError
+
+    def _state_key(self) -> Hashable:
+        """Hashable, history-free identity of the current state."""
+        raise NotImplementedError
+
+    def _admissible_actions(self) -> list[str]:
+        """Commands that are admissible now (may be empty when the env has no such list)."""
+        return []
+
+    def _extra_info(self) -> dict[str, Any]:
+        """Env-specific ``info`` entries."""
+        return {}
+
+    def _render_text(self) -> str:
+        """Text rendering for ``render_mode="ansi"``."""
+        obs = self._observation("")
+        return obs if isinstance(obs, str) else str(obs)

@@ -1,0 +1,20 @@
+"""Registration of the ``agentenvs/*`` Gymnasium ids (entry points import lazily)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+__all__ = ["ENV_IDS", "register_envs"]
+
+#: id -> (entry point, default kwargs)
+ENV_IDS: dict[str, tuple[str, dict]] = {
+    "agentenvs/Sokoban-v0": ("agentenvs.sokoban.env:SokobanEnv", {}),
+    "agentenvs/SokobanVisual-v0": ("agentenvs.sokoban.env:SokobanEnv", {"visual": True}),
+}
+
+
+def register_envs() -> None:
+    """Register every id in :data:`ENV_IDS` (idempotent)."""
+    for env_id, (entry_point, kwargs) in ENV_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=True)
