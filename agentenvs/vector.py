@@ -50,7 +50,9 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Reset all sub-envs; a ``seed`` (or the first reset) deals new task streams to the blocks."""
         if seed is not None or not self._streams_set:
-            block_seeds = np.random.SeedSequence(seed).generate_state(self.num_groups, dtype=np.uint64)
+            block_seeds = np.random.SeedSequence(seed).generate_state(
+                self.num_groups, dtype=np.uint64
+            )
             per_env = [int(block_seeds[self.block_of(i)]) for i in range(self.num_envs)]
             self.env.set_attr("task_stream_seed", per_env)
             self._streams_set = True
@@ -74,6 +76,9 @@ def make_group_vec_env(
         env_kwargs: forwarded to every sub-env.
     """
     envs = gym.make_vec(
-        env_id, num_envs=num_groups * group_size, vectorization_mode=vectorization_mode, **env_kwargs
+        env_id,
+        num_envs=num_groups * group_size,
+        vectorization_mode=vectorization_mode,
+        **env_kwargs,
     )
     return GroupedVectorEnv(envs, group_size)

@@ -77,4 +77,6 @@ def read_trajectories(path: str | os.PathLike) -> Iterator[Trajectory]:
             try:
                 yield Trajectory.from_dict(json.loads(line))
             except (ValueError, KeyError, TypeError) as err:
-                raise ValueError(f"{os.fspath(path)}:{line_no}: not a trajectory record ({err})") from err
+                raise ValueError(
+                    f"{os.fspath(path)}:{line_no}: not a trajectory record ({err})"
+                ) from err

@@ -44,8 +44,12 @@ class SeedTaskIds(Sequence[str]):
     @classmethod
     def seed_of(cls, task_id: object) -> int | None:
         """The integer seed in ``seed-<n>``, or ``None`` if ``task_id`` is not of that form."""
-        if isinstance(task_id, str) and task_id.startswith(cls.prefix) and task_id[len(cls.prefix):].isdigit():
-            return int(task_id[len(cls.prefix):])
+        if (
+            isinstance(task_id, str)
+            and task_id.startswith(cls.prefix)
+            and task_id[len(cls.prefix) :].isdigit()
+        ):
+            return int(task_id[len(cls.prefix) :])
         return None
 
     def __repr__(self) -> str:

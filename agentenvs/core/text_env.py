@@ -77,7 +77,9 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
         tasks.ids(split)  # validates the split name
         self.tasks = tasks
         self.max_steps = max_steps
@@ -117,7 +119,9 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         return ids[int(rng.integers(len(ids)))]
 
     # -- Gymnasium API -----------------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[ObsType, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[ObsType, dict[str, Any]]:
         """Start the task from ``options["task_id"]`` (or a drawn one); see the module doc."""
         super().reset(seed=seed)
         self.task_id = self._choose_task(options)
@@ -138,12 +142,18 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
             reward, self._won = self._apply(command)
         else:
             reward = -self.invalid_action_penalty
-        self._steps += self._counts(parsed)
+        self._steps += self._counts(parsed, command)
         terminated = self._won
         truncated = not terminated and self._steps >= self.max_steps
         self._done = terminated or truncated
         feedback = "" if parsed.valid else f"Invalid action: {parsed.reason}."
-        return self._observation(feedback), float(reward), terminated, truncated, self._info(parsed.valid, parsed.reason)
+        return (
+            self._observation(feedback),
+            float(reward),
+            terminated,
+            truncated,
+            self._info(parsed.valid, parsed.reason),
+        )
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
@@ -154,13 +164,19 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     def _parse(self, action: object) -> ParsedAction:
         if self.action_format == "plain":
             if not isinstance(action, str):
-                return ParsedAction(None, False, f"the action must be text, got {type(action).__name__}")
+                return ParsedAction(
+                    None, False, f"the action must be text, got {type(action).__name__}"
+                )
             command = action.strip()
-            return ParsedAction(command, True) if command else ParsedAction(None, False, "empty action")
+            return (
+                ParsedAction(command, True)
+                if command
+                else ParsedAction(None, False, "empty action")
+            )
         return parse_action(action, require_think=self.require_think)
 
-    def _counts(self, parsed: ParsedAction) -> int:
-        """How many steps ``parsed`` consumes from the budget (1; compat modes may waive invalid ones)."""
+    def _counts(self, parsed: ParsedAction, command: Any) -> int:
+        """Steps this action consumes from the budget: 1 (a compat mode may waive some)."""
         return 1
 
     def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:

@@ -159,8 +159,10 @@ def encode(value: Any) -> Any:
         if all(isinstance(k, str) and not k.startswith("__") for k in value):
             return {k: encode(v) for k, v in value.items()}
         return {"__items__": [[encode(k), encode(v)] for k, v in value.items()]}
-    raise TypeError(f"cannot encode {type(value).__name__} losslessly; store str, numbers, bytes, "
-                    "tuples, lists, dicts or numpy arrays")
+    raise TypeError(
+        f"cannot encode {type(value).__name__} losslessly; store str, numbers, bytes, "
+        "tuples, lists, dicts or numpy arrays"
+    )
 
 
 def decode(data: Any) -> Any:
@@ -170,10 +172,14 @@ def decode(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     if len(data) == 1:
-        (tag, payload), = data.items()
+        ((tag, payload),) = data.items()
         if tag == "__ndarray__":
             raw = base64.b64decode(payload["data"])
-            return np.frombuffer(raw, dtype=np.dtype(payload["dtype"])).reshape(payload["shape"]).copy()
+            return (
+                np.frombuffer(raw, dtype=np.dtype(payload["dtype"]))
+                .reshape(payload["shape"])
+                .copy()
+            )
         if tag == "__npscalar__":
             return decode(payload)[()]
         if tag == "__bytes__":

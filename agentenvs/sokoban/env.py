@@ -1,0 +1,194 @@
+"""``agentenvs/Sokoban-v0``: Sokoban for text agents, with the reference stack's defaults.
+
+This module holds :class:`SokobanEnv` and :func:`room_for_task` (the cached room of a task id).
+
+Defaults follow the reference stack (specs/compat.md §3.4): a 6x6 room with one box, 15 steps,
+rewards -0.1 per step, +1 / -1 for a box onto / off a target and +10 for solving. The agent answers
+``<think>...</think><action>up</action>`` (or, with ``action_format="plain"``, just ``up``); the
+observation is the reference text grid (``" # \\t _ \\t ..."``), and with ``visual=True`` a dict that
+adds the RGB image (``agentenvs/SokobanVisual-v0``).
+
+Task ids are ``seed-<n>``: ``train`` holds seeds ``0 .. 2**16 - 2`` and ``test`` seeds
+``2**16 .. 2**17 - 1`` (the reference draws train seeds below ``2**16 - 1`` and validation seeds
+above ``2**16``). A task id always gives the same room, in any process, on any machine.
+
+>>> env = SokobanEnv(action_format="plain")
+>>> obs, info = env.reset(options={"task_id": "seed-42"})
+>>> print(obs.replace("\\t", "").replace(" ", ""))
+######
+#PX_O#
+#____#
+######
+######
+######
+>>> env.step("right")[1:4], env.step("right")[1:4]
+((-0.1, False, False), (10.9, True, False))
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from agentenvs.core import ParsedAction, SeedTaskIds, TaskPanel, TextAgentEnv, text_space
+from agentenvs.core.parsing import _CJK
+from agentenvs.sokoban.game import CELL_TEXT, SokobanGame
+from agentenvs.sokoban.generator import Room, generate_room_with_retries
+from agentenvs.sokoban.render import TILE, render_rgb
+
+__all__ = ["SokobanEnv", "room_for_task", "ACTIONS"]
+
+#: Text actions and their gym-sokoban push-or-move ids.
+ACTIONS = {"up": 1, "down": 2, "left": 3, "right": 4}
+_STILL = 0
+_TRAIN = SeedTaskIds(0, 2**16 - 1)
+_TEST = SeedTaskIds(2**16, 2**17)
+
+
+@functools.lru_cache(maxsize=4096)
+def room_for_task(
+    task_id: str, dim_room: tuple[int, int] = (6, 6), num_boxes: int = 1, search_depth: int = 30
+) -> Room:
+    """The room of ``task_id`` (``seed-<n>``) under a generator configuration; cached."""
+    seed = SeedTaskIds.seed_of(task_id)
+    if seed is None:
+        raise ValueError(f"Sokoban task ids look like 'seed-<n>', got {task_id!r}")
+    return generate_room_with_retries(
+        seed, dim=dim_room, num_boxes=num_boxes, search_depth=search_depth
+    )
+
+
+class SokobanEnv(TextAgentEnv):
+    """Sokoban with text actions.
+
+    Args:
+        dim_room: ``(rows, cols)`` of generated rooms.
+        num_boxes: boxes (= targets) per room.
+        max_steps: episode budget (every action counts, also invalid ones and bumps into walls).
+        search_depth: reverse-play depth of the generator (larger = harder rooms possible).
+        visual: observations are ``{"text": grid, "image": RGB uint8 (rows*16, cols*16, 3)}``.
+        compat: ``None`` or ``"verl-agent"``: the reference projection (the first of up, down, left,
+            right, still found as a substring inside the action tags; ``still`` is a valid no-op) and
+            its budget rule (invalid actions and ``still`` cost -0.1 but no step).
+        **kwargs: :class:`~agentenvs.core.TextAgentEnv` options (``split``,
+            ``invalid_action_penalty``, ``action_format``, ``require_think``, ``render_mode``).
+
+    ``info`` adds ``boxes_on_target``, ``action_is_effective`` (the player moved) and ``room_seed``
+    (the generator seed actually used, which differs from the task seed only after a retry).
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(
+        self,
+        dim_room: tuple[int, int] = (6, 6),
+        num_boxes: int = 1,
+        max_steps: int = 15,
+        search_depth: int = 30,
+        visual: bool = False,
+        compat: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if compat not in (None, "verl-agent"):
+            raise ValueError(f"compat must be None or 'verl-agent', got {compat!r}")
+        super().__init__(
+            tasks=TaskPanel({"train": _TRAIN, "test": _TEST}), max_steps=max_steps, **kwargs
+        )
+        self.dim_room = (int(dim_room[0]), int(dim_room[1]))
+        self.num_boxes = int(num_boxes)
+        self.search_depth = int(search_depth)
+        self.visual = visual
+        self.compat = compat
+        rows, cols = self.dim_room
+        grid_space = text_space(max_length=rows * (cols * len(CELL_TEXT[0]) + 1), extra_chars="√")
+        if visual:
+            image = gym.spaces.Box(0, 255, (rows * TILE, cols * TILE, 3), np.uint8)
+            self.observation_space = gym.spaces.Dict(
+                {"text": text_space(extra_chars="√"), "image": image}
+            )
+        else:
+            self.observation_space = text_space(max_length=grid_space.max_length + 256)
+        self.action_space = text_space(max_length=1 << 20)
+        self.game: SokobanGame | None = None
+        self._room: Room | None = None
+        self._moved = False
+
+    # -- TextAgentEnv hooks ------------------------------------------------------------------------
+    def _load_task(self, task_id: str) -> None:
+        self._room = room_for_task(task_id, self.dim_room, self.num_boxes, self.search_depth)
+        self.game = SokobanGame(self._room.fixed, self._room.state)
+        self._moved = False
+
+    def _observation(self, feedback: str) -> Any:
+        text = self.game.text()
+        if feedback:
+            text = f"{text}\n{feedback}"
+        if self.visual:
+            return {"text": text, "image": render_rgb(self.game.codes())}
+        return text
+
+    def _parse(self, action: object) -> ParsedAction:
+        if self.compat != "verl-agent":
+            return super()._parse(action)
+        if not isinstance(action, str):
+            return ParsedAction(
+                None, False, f"the action must be text, got {type(action).__name__}"
+            )
+        lower = action.lower()
+        start, end = lower.find("<action>"), lower.find("</action>")
+        if start < 0 or end < 0:
+            return ParsedAction(None, False, "no <action>...</action> block")
+        inner = lower[start + len("<action>") : end]
+        word = next((w for w in (*ACTIONS, "still") if w in inner), None)
+        if word is None:
+            return ParsedAction(None, False, "no action word in the <action> block")
+        if "<think>" not in lower or "</think>" not in lower:
+            return ParsedAction(word, False, "missing <think> or </think>")
+        if _CJK.search(action):
+            return ParsedAction(word, False, "CJK characters are not allowed")
+        return ParsedAction(word, True)
+
+    def _to_command(self, text: str) -> tuple[Any, str]:
+        word = text.strip().lower()
+        if word in ACTIONS:
+            return ACTIONS[word], ""
+        if word == "still" and self.compat == "verl-agent":
+            return _STILL, ""
+        return None, f"unknown action {text[:40]!r}; choose one of up, down, left, right"
+
+    def _apply(self, command: int) -> tuple[float, bool]:
+        if command == _STILL:
+            self._moved = False
+            return -self.invalid_action_penalty, False
+        reward, solved, self._moved = self.game.step(command)
+        return reward, solved
+
+    def _counts(self, parsed: ParsedAction, command: Any) -> int:
+        if self.compat == "verl-agent" and (not parsed.valid or command == _STILL):
+            return 0
+        return 1
+
+    def _state_key(self) -> str:
+        return self.game.text() if self.game is not None else ""
+
+    def _admissible_actions(self) -> list[str]:
+        return list(ACTIONS)
+
+    def _extra_info(self) -> dict[str, Any]:
+        return {
+            "boxes_on_target": self.game.boxes_on_target,
+            "action_is_effective": self._moved,
+            "room_seed": self._room.seed,
+        }
+
+    def step(self, action: str):
+        self._moved = False
+        return super().step(action)
+
+    def render(self) -> Any:
+        if self.render_mode == "rgb_array":
+            return render_rgb(self.game.codes())
+        return super().render()
