@@ -1,0 +1,99 @@
+"""GiGPO: GRPO episode advantage plus an anchor-state step advantage.
+
+Steps of one group that start from the same state (the *anchor*) form a step group; their
+discounted step returns ``R_t = r_t + gamma * R_{t+1}`` (over each trajectory's actual length) are
+normalised within it, a singleton step group gets 0, and ``A = episode_weight * A^E +
+step_weight * A^S``. Formulas: specs/graphgpo.md §3 and §7.3, specs/compat.md §3.6.
+
+This module holds :class:`GiGPOConfig`, :func:`step_advantages`, :func:`estimate_batch` and
+:func:`estimate`.
+
+>>> from agentenvs.core import Step, Trajectory
+>>> def traj(keys, won):
+...     steps = [Step("o", "a", 0.0, state_key=k) for k in keys]
+...     steps[-1].reward = 10.0 if won else 0.0
+...     return Trajectory("t", "g", steps, success=won)
+>>> adv = estimate([traj("AB", True), traj("AC", False)], GiGPOConfig(eps=0.0))
+>>> [a.round(4).tolist() for a in adv]
+[[1.4142, 0.7071], [-1.4142, -0.7071]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentenvs.core import Trajectory
+from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.grpo import GRPOConfig, episode_advantages, step_scores
+from wrappers.matching import similarity_codes
+from wrappers.stats import dense_codes, discounted_returns, group_zscore
+
+__all__ = ["GiGPOConfig", "step_returns", "step_advantages", "estimate_batch", "estimate"]
+
+
+@dataclass
+class GiGPOConfig(GRPOConfig):
+    """GiGPO. Inherits the episode-term fields of :class:`~wrappers.grpo.GRPOConfig`; ``norm``
+    applies to both terms (the reference ``mode``: ``"mean_std"`` = ``mean_std_norm``, ``"mean"`` =
+    ``mean_norm``)."""
+
+    gamma: float = 0.95
+    """specs/graphgpo.md §3 (λ in the GraphGPO paper, γ in GiGPO's): step-return discount."""
+    step_weight: float = 1.0
+    """specs/graphgpo.md §3 (GiGPO paper's ω, reference ``step_advantage_w``): weight of ``A^S``."""
+    episode_weight: float = 1.0
+    """specs/graphgpo.md §2.8 / §5.3: weight of ``A^E`` (0 = the "-A^E" ablation)."""
+    similarity_threshold: float | None = None
+    """specs/graphgpo.md §2.2 / compat.md §3.6: ``None`` = exact anchor matching; a value such as
+    0.95 merges text anchors whose ``SequenceMatcher`` ratio reaches it."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
+
+
+def step_returns(batch: StepBatch, config: GiGPOConfig) -> np.ndarray:
+    """Discounted step returns ``R_t``, float64 ``(n,)``; under ``penalty_scope="step"`` the
+    penalty is docked from the invalid step's own return after discounting (compat.md §3.6)."""
+    rewards, _ = step_scores(batch, config)
+    returns = discounted_returns(rewards, batch.offsets, config.gamma)
+    if config.penalty_scope == "step":
+        returns = returns - config.invalid_penalty * ~batch.valid
+    return returns
+
+
+def step_advantages(batch: StepBatch, config: GiGPOConfig) -> np.ndarray:
+    """The anchor-state step advantage ``A^S``, float64 ``(n,)``."""
+    state = batch.state
+    if config.similarity_threshold is not None:
+        state, _ = similarity_codes(batch, config.similarity_threshold, include_next=False)
+    anchors, n_anchors = dense_codes(batch.step_group, state)
+    return group_zscore(
+        step_returns(batch, config),
+        anchors,
+        n_anchors,
+        norm=config.norm,
+        ddof=config.ddof,
+        eps=config.eps,
+        singleton="zero",
+    )
+
+
+def estimate_batch(batch: StepBatch, config: GiGPOConfig | None = None) -> np.ndarray:
+    """GiGPO advantages of a flat batch, float64 ``(n,)``."""
+    config = config or GiGPOConfig()
+    out = config.step_weight * step_advantages(batch, config)
+    if config.episode_weight:
+        out += config.episode_weight * episode_advantages(batch, config)
+    return out
+
+
+def estimate(
+    trajectories: Sequence[Trajectory], config: GiGPOConfig | None = None
+) -> list[np.ndarray]:
+    """GiGPO advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
+    return estimate_trajectories(trajectories, estimate_batch, config or GiGPOConfig())

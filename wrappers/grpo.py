@@ -1,0 +1,118 @@
+"""GRPO outcome advantages: every step of a trajectory gets its group-normalised episode score.
+
+This module holds :class:`GRPOConfig` (also the base of the GiGPO and GraphGPO configs, whose
+episode term is this one), :func:`step_scores` (per-step scores under the penalty-placement
+convention), :func:`episode_advantages` / :func:`estimate_batch` (flat arrays) and :func:`estimate`
+(trajectories). Formulas: specs/graphgpo.md §2.7 and §3, specs/compat.md §3.1.
+
+>>> from agentenvs.core import Step, Trajectory
+>>> win = Trajectory("t", "g", [Step("o", "a", 0.0), Step("o", "b", 10.0)], success=True)
+>>> lose = Trajectory("t", "g", [Step("o", "c", 0.0)], success=False)
+>>> [a.round(6).tolist() for a in estimate([win, lose], GRPOConfig(eps=0.0))]
+[[0.707107, 0.707107], [-0.707107]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentenvs.core import Trajectory
+from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.stats import NORMS, group_zscore
+
+__all__ = [
+    "GRPOConfig",
+    "EPISODE_NORMS",
+    "PENALTY_SCOPES",
+    "step_scores",
+    "episode_advantages",
+    "estimate_batch",
+    "estimate",
+]
+
+#: ``"trajectory"``: one score per trajectory (paper Eq. 2); ``"cross_steps"``: one per step row.
+EPISODE_NORMS = ("trajectory", "cross_steps")
+#: Where the env-charged invalid-action penalty counts: the whole ``"episode"`` return, or only the
+#: invalid ``"step"`` (the reference stack, whose env does not charge it).
+PENALTY_SCOPES = ("episode", "step")
+
+
+@dataclass
+class GRPOConfig:
+    """GRPO outcome advantage; the fields are shared by the GiGPO and GraphGPO episode terms."""
+
+    episode_norm: str = "trajectory"
+    """specs/graphgpo.md §2.7 [AMBIG]: ``"trajectory"`` z-scores the M episode returns (paper Eq. 2;
+    a one-trajectory group gets 0); ``"cross_steps"`` z-scores one score per step row, so long
+    trajectories weigh more (verl-agent ``compute_mean_std_cross_steps=True``, compat.md §3.1; a
+    one-row group gets its raw score)."""
+    norm: str = "mean_std"
+    """specs/graphgpo.md §3 / compat.md §3.1 ``norm_adv_by_std_in_grpo``: ``"mean_std"`` divides by
+    the group std, ``"mean"`` only subtracts the mean. GiGPO and GraphGPO apply it to their step term
+    too (GiGPO's ``mean_norm``/``mean_std_norm``)."""
+    ddof: int = 1
+    """specs/graphgpo.md §2.6 [C]: std degrees of freedom; 1 = sample std (``torch.std``)."""
+    eps: float = 1e-6
+    """specs/graphgpo.md §2.6 [C]: added to the std before dividing."""
+    penalty_scope: str = "episode"
+    """specs/graphgpo.md §2.7 / compat.md §3.1: ``"episode"`` (default) scores a trajectory by its
+    total env return, in which our envs already charge invalid actions once. ``"step"`` reproduces
+    the reference stack: the episode score counts only valid steps' rewards and each invalid step's
+    own row (and GiGPO step return) is docked ``invalid_penalty``."""
+    invalid_penalty: float = 0.1
+    """specs/graphgpo.md §2.11: the per-invalid-step penalty used by ``penalty_scope="step"`` (and by
+    GraphGPO's ``invalid_penalty_on_graph``)."""
+
+    def __post_init__(self) -> None:
+        _check_choice("episode_norm", self.episode_norm, EPISODE_NORMS)
+        _check_choice("norm", self.norm, NORMS)
+        _check_choice("penalty_scope", self.penalty_scope, PENALTY_SCOPES)
+        if self.ddof < 0 or self.eps < 0 or self.invalid_penalty < 0:
+            raise ValueError("ddof, eps and invalid_penalty must be >= 0")
+
+
+def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def step_scores(batch: StepBatch, config: GRPOConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Per-step rewards and per-trajectory returns under ``config.penalty_scope``.
+
+    Returns ``(rewards, episode_return)``: float64 ``(n,)`` rewards with invalid steps' env rewards
+    removed under ``"step"`` scope (unchanged under ``"episode"``), and float64 ``(m,)`` sums of them.
+    The ``"step"`` penalty itself is added by the caller where the reference puts it.
+    """
+    rewards = batch.reward
+    if config.penalty_scope == "step":
+        rewards = np.where(batch.valid, rewards, 0.0)
+    sums = np.bincount(batch.step_traj, weights=rewards, minlength=batch.n_trajectories)
+    return rewards, sums
+
+
+def episode_advantages(batch: StepBatch, config: GRPOConfig) -> np.ndarray:
+    """The GRPO episode advantage ``A^E`` of every step, float64 ``(n,)``."""
+    _, returns = step_scores(batch, config)
+    kw = {"norm": config.norm, "ddof": config.ddof, "eps": config.eps}
+    if config.episode_norm == "trajectory":
+        per_traj = group_zscore(returns, batch.traj_group, batch.n_groups, singleton="zero", **kw)
+        return np.repeat(per_traj, batch.lengths)
+    rows = np.repeat(returns, batch.lengths)
+    if config.penalty_scope == "step":
+        rows = rows - config.invalid_penalty * ~batch.valid
+    return group_zscore(rows, batch.step_group, batch.n_groups, singleton="raw", **kw)
+
+
+def estimate_batch(batch: StepBatch, config: GRPOConfig | None = None) -> np.ndarray:
+    """GRPO advantages of a flat batch, float64 ``(n,)``."""
+    return episode_advantages(batch, config or GRPOConfig())
+
+
+def estimate(
+    trajectories: Sequence[Trajectory], config: GRPOConfig | None = None
+) -> list[np.ndarray]:
+    """GRPO advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
+    return estimate_trajectories(trajectories, estimate_batch, config or GRPOConfig())

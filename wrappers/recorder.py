@@ -1,0 +1,76 @@
+"""Recording Gymnasium transitions as :class:`~agentenvs.core.Step` / :class:`~agentenvs.core.Trajectory`.
+
+This module holds :class:`EpisodeRecorder`: feed it the reset and each step of one episode and it
+returns the finished :class:`Trajectory` when the episode ends.
+
+>>> rec = EpisodeRecorder()
+>>> rec.begin("grid0", {"state_key": "k0", "task_id": "seed-1"})
+>>> rec.record("up", "grid1", -0.1, False, False, {"state_key": "k1", "action_valid": True})
+>>> traj = rec.record("left", "grid2", 10.0, True, False, {"state_key": "k2", "won": True})
+>>> [(s.state_key, s.next_state_key) for s in traj.steps], traj.success, traj.task_id
+([('k0', 'k1'), ('k1', 'k2')], True, 'seed-1')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentenvs.core import Step, Trajectory
+
+__all__ = ["EpisodeRecorder"]
+
+
+class EpisodeRecorder:
+    """Turns one episode's Gymnasium stream into a :class:`Trajectory`.
+
+    A step records the observation *before* the action, the action, reward, terminated, truncated,
+    ``state_key`` (the previous info's), ``next_state_key`` (this info's) and ``action_valid``.
+    Success is ``info["won"]`` at the last step (``terminated`` when the env gives no ``won``).
+    """
+
+    def __init__(self) -> None:
+        self.task_id: str | None = None
+        self.steps: list[Step] = []
+        self._obs: Any = None
+        self._state_key: Any = None
+        self.active = False
+
+    def begin(self, observation: Any, info: dict[str, Any]) -> None:
+        """Start an episode from a reset's ``(observation, info)``; drops any unfinished one."""
+        self.task_id = info.get("task_id")
+        self.steps = []
+        self._obs = observation
+        self._state_key = info.get("state_key")
+        self.active = True
+
+    def record(
+        self,
+        action: Any,
+        observation: Any,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> Trajectory | None:
+        """Record one transition; return the trajectory (group id unset) when the episode ended."""
+        if not self.active:
+            raise RuntimeError("record() before begin(): reset the environment first")
+        next_key = info.get("state_key")
+        self.steps.append(
+            Step(
+                observation=self._obs,
+                action=action,
+                reward=float(reward),
+                terminated=bool(terminated),
+                truncated=bool(truncated),
+                state_key=self._state_key,
+                next_state_key=next_key,
+                action_valid=bool(info.get("action_valid", True)),
+            )
+        )
+        self._obs, self._state_key = observation, next_key
+        if not (terminated or truncated):
+            return None
+        self.active = False
+        won = bool(info.get("won", terminated))
+        return Trajectory(task_id=str(self.task_id), group_id="", steps=self.steps, success=won)

@@ -1,0 +1,130 @@
+"""RTMC: rollout-tree Monte Carlo advantages from first-visit (state, action) signature statistics.
+
+Per group, every step maps to a (state signature, action signature) pair. First-visit Monte Carlo
+over the group gives ``Q(s, a) = W(s, a) / N(s, a)`` and the smoothed baseline
+``V(s) = (Ws(s) + alpha * p) / (Ns(s) + alpha)`` with ``p`` the group success rate; every step gets
+``A = Q(s, a) - V(s)`` (looked up from the table, repeated occurrences included), optionally divided
+by the group's population std. Groups whose rollouts all succeeded or all failed get 0. Formulas:
+specs/rtmc.md §2 and §7.
+
+This module holds :class:`RTMCConfig`, :func:`default_signature`, :func:`estimate_batch` and
+:func:`estimate`. Returns are discounted sums of ``Step.reward`` (step rewards and any validation
+bonus are the environment's business).
+
+>>> from agentenvs.core import Step, Trajectory
+>>> def traj(actions, won):
+...     steps = [Step("o", a, 0.0, state_key=i) for i, a in enumerate(actions)]
+...     steps[-1].reward = float(won)
+...     return Trajectory("t", "g", steps, success=won)
+>>> cfg = RTMCConfig(gamma=1.0, normalize="none")
+>>> [a.round(4).tolist() for a in estimate([traj("ab", True), traj("ac", False)], cfg)]
+[[0.0, 0.5], [0.0, -0.5]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from agentenvs.core import Trajectory
+from wrappers.batch import Signature, StepBatch, default_signature, estimate_trajectories
+from wrappers.grpo import _check_choice
+from wrappers.stats import dense_codes, discounted_returns
+
+__all__ = ["RTMCConfig", "default_signature", "estimate_batch", "estimate"]
+
+
+@dataclass
+class RTMCConfig:
+    """RTMC (specs/rtmc.md §6.1; the paper's lost constants are SDK defaults, §2.2 / §8.1)."""
+
+    gamma: float = 0.99
+    """specs/rtmc.md §2.3 (value lost in the paper; SDK default): return discount."""
+    alpha: float = 2.0
+    """specs/rtmc.md §2.5 Eq. 11: prior pseudo-count (67% prior weight at one visit); 0 disables."""
+    prior: str = "success_rate"
+    """specs/rtmc.md §2.5 / §8.3: the baseline prior, ``"success_rate"`` (mean of ``success``) or
+    ``"mean_return"`` (mean discounted return from the first step)."""
+    normalize: str = "group_std"
+    """specs/rtmc.md §2.6: ``"group_std"`` divides by the population std of all the group's step
+    advantages plus ``eps`` (left unchanged when that std < ``eps``); ``"none"``."""
+    filter_uniform_groups: bool = True
+    """specs/rtmc.md §2.7: all-success / all-failure groups get advantage 0."""
+    visit_mode: str = "first_visit"
+    """specs/rtmc.md §2.9: count only the first occurrence of a (state, action) pair per rollout
+    (``"first_visit"``) or every occurrence (``"every_visit"``)."""
+    eps: float = 1e-6
+    """specs/rtmc.md §2.6: added to the std in ``"group_std"`` normalisation."""
+    signature: Signature | None = None
+    """specs/rtmc.md §3 / §3.7: ``(steps, t) -> (state_signature, action_signature)`` for step ``t``
+    of a trajectory (hashable values); ``None`` = :func:`default_signature`."""
+
+    def __post_init__(self) -> None:
+        _check_choice("prior", self.prior, ("success_rate", "mean_return"))
+        _check_choice("normalize", self.normalize, ("group_std", "none"))
+        _check_choice("visit_mode", self.visit_mode, ("first_visit", "every_visit"))
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
+        if self.alpha < 0 or self.eps < 0:
+            raise ValueError("alpha and eps must be >= 0")
+
+
+def estimate_batch(batch: StepBatch, config: RTMCConfig | None = None) -> np.ndarray:
+    """RTMC advantages of a flat batch, float64 ``(n,)``.
+
+    ``batch.state`` and ``batch.action`` hold the state and action signature codes.
+    """
+    config = config or RTMCConfig()
+    n = batch.n_steps
+    if n == 0:
+        return np.zeros(0, np.float64)
+    returns = discounted_returns(batch.reward, batch.offsets, config.gamma)
+    group, traj = batch.step_group, batch.step_traj
+    n_groups = batch.n_groups
+    sa, n_sa = dense_codes(group, batch.state, batch.action)
+    s, n_s = dense_codes(group, batch.state)
+    if config.visit_mode == "first_visit":
+        _, first = np.unique(dense_codes(traj, sa)[0], return_index=True)
+        counted = np.zeros(n, bool)
+        counted[first] = True
+    else:
+        counted = np.ones(n, bool)
+    w = np.where(counted, returns, 0.0)
+    c = counted.astype(np.float64)
+    q = np.bincount(sa, weights=w, minlength=n_sa) / np.bincount(sa, weights=c, minlength=n_sa)
+    traj_count = np.bincount(batch.traj_group, minlength=n_groups)
+    if config.prior == "success_rate":
+        prior_sum = np.bincount(batch.traj_group, weights=batch.success, minlength=n_groups)
+    else:
+        starts = batch.offsets[:-1][batch.lengths > 0]
+        prior_sum = np.bincount(group[starts], weights=returns[starts], minlength=n_groups)
+    prior = prior_sum / np.maximum(traj_count, 1)
+    s_group = np.zeros(n_s, np.int64)
+    s_group[s] = group
+    ws = np.bincount(s, weights=w, minlength=n_s) + config.alpha * prior[s_group]
+    v = ws / (np.bincount(s, weights=c, minlength=n_s) + config.alpha)
+    adv = q[sa] - v[s]
+    if config.normalize == "group_std":
+        count = np.bincount(group, minlength=n_groups)
+        mean = np.bincount(group, weights=adv, minlength=n_groups) / np.maximum(count, 1)
+        dev = adv - mean[group]
+        std = np.sqrt(
+            np.bincount(group, weights=dev * dev, minlength=n_groups) / np.maximum(count, 1)
+        )
+        scale = np.where(std < config.eps, 1.0, 1.0 / (std + config.eps))
+        adv = adv * scale[group]
+    if config.filter_uniform_groups:
+        wins = np.bincount(batch.traj_group, weights=batch.success, minlength=n_groups)
+        uniform = (wins == 0) | (wins == traj_count)
+        adv[uniform[group]] = 0.0
+    return adv
+
+
+def estimate(
+    trajectories: Sequence[Trajectory], config: RTMCConfig | None = None
+) -> list[np.ndarray]:
+    """RTMC advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
+    config = config or RTMCConfig()
+    return estimate_trajectories(trajectories, estimate_batch, config, signature=config.signature)
