@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install agentenvs with every extra (CPU torch pinned) into the active Python, lint, run the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m pip install torch==2.13.0 -e ".[all]"
+ruff check .
+ruff format --check .
+python -m pytest   # fast suite (slow and gpu cases are deselected in pyproject.toml)
