@@ -34,7 +34,7 @@ from agentenvs.core import Trajectory
 from wrappers.batch import StepBatch, estimate_trajectories
 from wrappers.grpo import GRPOConfig, _check_choice, episode_advantages
 from wrappers.matching import similarity_codes
-from wrappers.stats import dense_codes, group_zscore
+from wrappers.stats import dense_codes, group_zscore, radix_argsort
 
 __all__ = [
     "GraphGPOConfig",
@@ -145,10 +145,11 @@ def distances(graph: GroupGraph) -> np.ndarray:
     frontier = graph.sinks[graph.has_success]
     dist[frontier] = 0
     if graph.src.size:
-        order = np.argsort(graph.dst, kind="stable")
+        order = radix_argsort(graph.dst)
         preds_sorted = graph.src[order]
         indeg = np.bincount(graph.dst, minlength=k)
         start = np.concatenate([[0], np.cumsum(indeg)[:-1]])
+        slot = np.empty(k, np.int64)
         level = 0
         while frontier.size:
             cnt = indeg[frontier]
@@ -157,7 +158,9 @@ def distances(graph: GroupGraph) -> np.ndarray:
                 break
             first = np.repeat(start[frontier] - np.cumsum(cnt) + cnt, cnt)
             preds = preds_sorted[first + np.arange(total)]
-            preds = np.unique(preds[dist[preds] < 0])
+            preds = preds[dist[preds] < 0]
+            slot[preds] = np.arange(len(preds))  # keep one copy of each node
+            preds = preds[slot[preds] == np.arange(len(preds))]
             level += 1
             dist[preds] = level
             frontier = preds

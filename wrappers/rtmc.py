@@ -31,7 +31,7 @@ import numpy as np
 from agentenvs.core import Trajectory
 from wrappers.batch import Signature, StepBatch, default_signature, estimate_trajectories
 from wrappers.grpo import _check_choice
-from wrappers.stats import dense_codes, discounted_returns
+from wrappers.stats import dense_codes, discounted_returns, radix_argsort
 
 __all__ = ["RTMCConfig", "default_signature", "estimate_batch", "estimate"]
 
@@ -71,6 +71,26 @@ class RTMCConfig:
             raise ValueError("alpha and eps must be >= 0")
 
 
+def _first_visits(batch: StepBatch, sa: np.ndarray, n_sa: int) -> np.ndarray:
+    """bool ``(n,)``: the step is the first occurrence of its (state, action) code in its rollout."""
+    n = batch.n_steps
+    sizes = np.bincount(batch.traj_group)
+    order = radix_argsort(batch.traj_group)
+    rank = np.empty(batch.n_trajectories, np.int64)
+    rank[order] = np.arange(batch.n_trajectories) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    width = int(sizes.max())
+    steps = np.arange(n)
+    if n_sa * width <= 16 * n + 1024:  # (sa, rank in group) identifies (rollout, sa): a table
+        key = sa * width + rank[batch.step_traj]
+        first = np.full(n_sa * width, n, np.int64)
+        np.minimum.at(first, key, steps)
+        return first[key] == steps
+    _, first_index = np.unique(dense_codes(batch.step_traj, sa)[0], return_index=True)
+    counted = np.zeros(n, bool)
+    counted[first_index] = True
+    return counted
+
+
 def estimate_batch(batch: StepBatch, config: RTMCConfig | None = None) -> np.ndarray:
     """RTMC advantages of a flat batch, float64 ``(n,)``.
 
@@ -81,16 +101,13 @@ def estimate_batch(batch: StepBatch, config: RTMCConfig | None = None) -> np.nda
     if n == 0:
         return np.zeros(0, np.float64)
     returns = discounted_returns(batch.reward, batch.offsets, config.gamma)
-    group, traj = batch.step_group, batch.step_traj
+    group = batch.step_group
     n_groups = batch.n_groups
     sa, n_sa = dense_codes(group, batch.state, batch.action)
     s, n_s = dense_codes(group, batch.state)
-    if config.visit_mode == "first_visit":
-        _, first = np.unique(dense_codes(traj, sa)[0], return_index=True)
-        counted = np.zeros(n, bool)
-        counted[first] = True
-    else:
-        counted = np.ones(n, bool)
+    counted = (
+        _first_visits(batch, sa, n_sa) if config.visit_mode == "first_visit" else np.ones(n, bool)
+    )
     w = np.where(counted, returns, 0.0)
     c = counted.astype(np.float64)
     q = np.bincount(sa, weights=w, minlength=n_sa) / np.bincount(sa, weights=c, minlength=n_sa)

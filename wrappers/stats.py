@@ -2,12 +2,14 @@
 
 This module holds:
 
-* :func:`dense_codes` - joint factorisation of integer columns into dense codes (``np.unique``).
+* :func:`dense_codes` - joint factorisation of integer columns into dense codes.
+* :func:`radix_argsort` - O(n) stable argsort of small non-negative integers.
 * :func:`group_zscore` - z-score (or mean-centre) values within groups, with the reference
   conventions for singletons, sample std and ``eps``.
 * :func:`discounted_returns` - per-trajectory discounted reward-to-go over a flat step array.
 
-All functions are O(n) or O(n log n) numpy; none loops over steps in Python.
+All functions are numpy, O(n) on typical batches (O(n log n) where a sort cannot be avoided);
+none loops over steps in Python.
 
 >>> group_zscore(np.array([1.0, 3.0, 5.0, 7.0]), np.array([0, 0, 1, 2]), 3)
 array([-0.70710628,  0.70710628,  0.        ,  0.        ])
@@ -19,36 +21,72 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NORMS", "dense_codes", "group_zscore", "discounted_returns"]
+__all__ = ["NORMS", "dense_codes", "radix_argsort", "group_zscore", "discounted_returns"]
 
 #: Normalisation modes: subtract the group mean and divide by its std, or only subtract the mean.
 NORMS = ("mean_std", "mean")
 
 #: A std below this is treated as zero (the values are equal up to rounding).
 TINY_STD = 1e-12
+#: Use a lookup table (no sort) to factorise ints whose range is below this many times their count.
+_TABLE_FACTOR = 4
+
+
+def _densify(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense codes of non-negative ints, in value order: a lookup table when the range is small
+    (O(n), no sort), ``np.unique`` otherwise."""
+    top = int(x.max())
+    if top < _TABLE_FACTOR * len(x) + 1024:
+        present = np.zeros(top + 1, bool)
+        present[x] = True
+        remap = np.cumsum(present, dtype=np.int64) - 1
+        return remap[x], int(remap[-1]) + 1
+    uniq, codes = np.unique(x, return_inverse=True)
+    return codes.reshape(-1).astype(np.int64), len(uniq)
 
 
 def dense_codes(*columns: np.ndarray) -> tuple[np.ndarray, int]:
     """Dense codes ``0..k-1`` for the distinct rows of non-negative integer ``columns``.
 
-    Returns ``(codes, k)``; codes follow the lexicographic order of the rows, so rows sharing the
-    first column are contiguous in code order.
+    Returns ``(codes, k)``: equal rows get equal codes, distinct rows distinct codes. Avoids sorting
+    where it can: small value ranges use a lookup table, and a column that determines the columns
+    before it (a state code that belongs to one group) is used as the code directly.
 
-    >>> dense_codes(np.array([1, 0, 1]), np.array([5, 7, 5]))
-    (array([1, 0, 1]), 2)
+    >>> codes, k = dense_codes(np.array([1, 0, 1]), np.array([5, 7, 5]))
+    >>> k, bool(codes[0] == codes[2]), bool(codes[0] != codes[1])
+    (2, True, True)
     """
     if not columns or len(columns[0]) == 0:
         return np.zeros(0, np.int64), 0
-    key = np.asarray(columns[0], dtype=np.int64)
+    codes, k = _densify(np.asarray(columns[0], dtype=np.int64))
     for col in columns[1:]:
-        col = np.asarray(col, dtype=np.int64)
-        width = int(col.max()) + 1
-        if int(key.max()) >= np.iinfo(np.int64).max // max(width, 1):
-            _, key = np.unique(key, return_inverse=True)  # re-densify to avoid overflow
-            key = key.reshape(-1).astype(np.int64)
-        key = key * width + col
-    uniq, codes = np.unique(key, return_inverse=True)
-    return codes.reshape(-1).astype(np.int64), len(uniq)
+        c2, k2 = _densify(np.asarray(col, dtype=np.int64))
+        if k * k2 < _TABLE_FACTOR * len(codes) + 1024:
+            codes, k = _densify(codes * k2 + c2)
+            continue
+        owner = np.empty(k2, np.int64)
+        owner[c2] = codes
+        if np.array_equal(owner[c2], codes):  # col determines the previous columns
+            codes, k = c2, k2
+        else:
+            uniq, inverse = np.unique(codes * k2 + c2, return_inverse=True)
+            codes, k = inverse.reshape(-1).astype(np.int64), len(uniq)
+    return codes, k
+
+
+def radix_argsort(x: np.ndarray) -> np.ndarray:
+    """Stable argsort of non-negative integers below 2**32 by 16-bit radix passes (O(n)).
+
+    >>> radix_argsort(np.array([70000, 3, 70000, 1])).tolist()
+    [3, 1, 0, 2]
+    """
+    x = np.asarray(x, dtype=np.int64)
+    order = np.argsort((x & 0xFFFF).astype(np.uint16), kind="stable")
+    if x.size and int(x.max()) > 0xFFFF:
+        if int(x.max()) >> 32:
+            return np.argsort(x, kind="stable")
+        order = order[np.argsort((x[order] >> 16).astype(np.uint16), kind="stable")]
+    return order
 
 
 def group_zscore(
@@ -120,7 +158,7 @@ def discounted_returns(rewards: np.ndarray, offsets: np.ndarray, gamma: float) -
     lengths = np.diff(offsets)
     if rewards.size == 0:
         return out
-    order = np.argsort(-lengths, kind="stable")
+    order = radix_argsort(lengths.max() - lengths)
     ends = offsets[1:][order]
     desc = lengths[order]
     active = np.searchsorted(-desc, -np.arange(1, int(desc[0]) + 1), side="right")
