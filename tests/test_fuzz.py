@@ -22,6 +22,7 @@ def _check(action):
         action
     ).command.strip().lower() in ("up", "down", "left", "right")
     assert info["action_valid"] == expected_valid
+    assert ENV.observation_space.contains(obs)
     if not expected_valid:
         assert info["state_key"] == before and reward == -0.1 and not terminated
         assert info["invalid_reason"] and "Invalid action" in obs

@@ -157,7 +157,7 @@ class SokobanEnv(TextAgentEnv):
             return ACTIONS[word], ""
         if word == "still" and self.compat == "verl-agent":
             return _STILL, ""
-        return None, f"unknown action {text[:40]!r}; choose one of up, down, left, right"
+        return None, f"unknown action {ascii(text[:40])}; choose one of up, down, left, right"
 
     def _apply(self, command: int) -> tuple[float, bool]:
         if command == _STILL:
