@@ -1,0 +1,408 @@
+"""Properties of the credit estimators (specs/graphgpo.md §6.3, specs/rtmc.md §6.3) and their helpers."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import deque
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_credit_helpers import path_traj
+
+from agentenvs.core import Step, Trajectory
+from wrappers import (
+    METHODS,
+    GiGPOConfig,
+    GraphGPOConfig,
+    GRPOConfig,
+    RTMCConfig,
+    assign_advantages,
+    gigpo,
+    graphgpo,
+    grpo,
+    rtmc,
+)
+from wrappers.batch import StepBatch
+from wrappers.stats import dense_codes, discounted_returns, group_zscore, radix_argsort
+
+FAST = settings(max_examples=60, deadline=None)
+
+
+@st.composite
+def groups(draw, alphabet: str = "ABCDE", max_groups: int = 3, max_size: int = 5, min_len: int = 0):
+    """Trajectories of up to ``max_groups`` groups over a small state alphabet (states recur)."""
+    trajs = []
+    for g in range(draw(st.integers(1, max_groups))):
+        for _ in range(draw(st.integers(1, max_size))):
+            path = draw(st.text(alphabet, min_size=min_len + 1, max_size=7))
+            success = draw(st.booleans()) and len(path) > 1
+            n = len(path) - 1
+            invalid = [t for t in range(n) if draw(st.booleans()) and draw(st.booleans())]
+            if success:
+                invalid = [t for t in invalid if t != n - 1]
+            trajs.append(path_traj(path, success, group=f"g{g}", invalid=invalid))
+    return trajs
+
+
+def unique_keys(trajs: list[Trajectory]) -> list[Trajectory]:
+    """Copies where every state and next state is unique (no state ever repeats)."""
+    out = []
+    for i, t in enumerate(trajs):
+        steps = [
+            dataclasses.replace(s, state_key=("s", i, k), next_state_key=("n", i, k))
+            for k, s in enumerate(t.steps)
+        ]
+        out.append(dataclasses.replace(t, steps=steps))
+    return out
+
+
+def flat(arrays):
+    return np.concatenate(arrays) if arrays else np.zeros(0)
+
+
+# -- reductions ------------------------------------------------------------------------------------------
+@FAST
+@given(
+    groups(), st.sampled_from(["trajectory", "cross_steps"]), st.sampled_from(["mean_std", "mean"])
+)
+def test_graph_and_gigpo_reduce_to_grpo_without_repeats(trajs, episode_norm, norm):
+    trajs = unique_keys(trajs)
+    base = dict(episode_norm=episode_norm, norm=norm)
+    expected = flat(grpo.estimate(trajs, GRPOConfig(**base)))
+    np.testing.assert_allclose(
+        flat(graphgpo.estimate(trajs, GraphGPOConfig(**base))), expected, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        flat(gigpo.estimate(trajs, GiGPOConfig(**base))), expected, atol=1e-12
+    )
+
+
+@FAST
+@given(groups(min_len=1), st.sampled_from([0.0, 0.5, 2.0]))
+def test_rtmc_reduces_to_grpo_with_distinct_signatures(trajs, alpha):
+    """All signatures distinct, terminal 0/1 reward, gamma 1: A = alpha/(1+alpha) (R - p), i.e. GRPO
+    without std normalisation, scaled (specs/rtmc.md §6.3.2)."""
+    trajs = [
+        dataclasses.replace(
+            t,
+            steps=[
+                dataclasses.replace(s, reward=float(t.success and k == len(t) - 1))
+                for k, s in enumerate(t.steps)
+            ],
+        )
+        for t in unique_keys(trajs)
+    ]
+    cfg = RTMCConfig(gamma=1.0, alpha=alpha, normalize="none")
+    expected = alpha / (1 + alpha) * flat(grpo.estimate(trajs, GRPOConfig(norm="mean")))
+    np.testing.assert_allclose(flat(rtmc.estimate(trajs, cfg)), expected, atol=1e-12)
+
+
+@FAST
+@given(groups(min_len=1), st.sampled_from([0.0, 2.0]))
+def test_rtmc_root_signature_is_grpo(trajs, alpha):
+    """One root state and one action key per rollout: A = R_i - mean(R) for any alpha (§6.3.1)."""
+    trajs = [
+        dataclasses.replace(
+            t,
+            steps=[
+                dataclasses.replace(s, reward=float(t.success and k == len(t) - 1))
+                for k, s in enumerate(t.steps)
+            ],
+        )
+        for t in trajs
+    ]
+    cfg = RTMCConfig(
+        gamma=1.0, alpha=alpha, normalize="none", signature=lambda steps, t: ("root", id(steps))
+    )
+    expected = flat(grpo.estimate(trajs, GRPOConfig(norm="mean")))
+    np.testing.assert_allclose(flat(rtmc.estimate(trajs, cfg)), expected, atol=1e-12)
+
+
+# -- graph structure -----------------------------------------------------------------------------------
+def brute_distances(trajs: list[Trajectory]) -> dict:
+    """Plain BFS on one group (state keys as nodes, "SUCC" as the sink)."""
+    preds: dict = {}
+    nodes = set()
+    for t in trajs:
+        for k, s in enumerate(t.steps):
+            dst = "SUCC" if t.success and k == len(t) - 1 else s.next_state_key
+            preds.setdefault(dst, []).append(s.state_key)
+            nodes.update((s.state_key, dst))
+    dist = {}
+    if "SUCC" in nodes:
+        dist["SUCC"] = 0
+        queue = deque(["SUCC"])
+        while queue:
+            v = queue.popleft()
+            for u in preds.get(v, []):
+                if u not in dist:
+                    dist[u] = dist[v] + 1
+                    queue.append(u)
+    d_max = max(dist.values(), default=0)
+    return {v: dist.get(v, d_max + 1) for v in nodes}
+
+
+@FAST
+@given(groups(max_groups=1, max_size=6, min_len=1))
+def test_distances_match_brute_force_bfs(trajs):
+    batch = StepBatch.from_trajectories(trajs)
+    graph = graphgpo.build_graph(batch, GraphGPOConfig())
+    dist = graphgpo.distances(graph)
+    expected = brute_distances(trajs)
+    for i, code in enumerate(batch.state.tolist()):
+        assert dist[graph.src[i]] == expected[batch.state_keys[code]]
+    for i in range(batch.n_steps):  # Bellman: d(u) <= 1 + d(v) for reachable u
+        if graph.has_success[0] and dist[graph.src[i]] <= max(expected.values()) - 1:
+            assert dist[graph.src[i]] <= 1 + dist[graph.dst[i]]
+
+
+@FAST
+@given(groups(max_groups=2, max_size=6, min_len=1), st.sampled_from([0.1, 0.5, 0.8]))
+def test_monotone_within_source_groups(trajs, omega):
+    """Prop. 4.1: in a source-state group, a closer destination never gets a lower A^G."""
+    trajs = [
+        dataclasses.replace(t, steps=[dataclasses.replace(s, action_valid=True) for s in t.steps])
+        for t in trajs
+    ]
+    cfg = GraphGPOConfig(distance_discount=omega)
+    batch = StepBatch.from_trajectories(trajs)
+    graph = graphgpo.build_graph(batch, cfg)
+    dist = graphgpo.distances(graph)
+    adv = graphgpo.graph_advantages(batch, cfg)
+    d_next = dist[graph.dst]
+    for src in np.unique(graph.src):
+        idx = np.flatnonzero(graph.src == src)
+        for i in idx:
+            for j in idx:
+                if d_next[i] < d_next[j]:
+                    assert adv[i] >= adv[j]
+                elif d_next[i] == d_next[j]:
+                    assert adv[i] == pytest.approx(adv[j])
+
+
+def test_goal_beats_loop():
+    group = [path_traj("SG", True), path_traj("STS", False), path_traj("STSG", True)]
+    adv = graphgpo.estimate(group, GraphGPOConfig())
+    assert adv[0][0] > adv[1][0]  # S->G over S->T (T leads only back to S)
+    assert adv[2][2] > adv[2][0]
+    a_g = graphgpo.graph_advantages(StepBatch.from_trajectories(group), GraphGPOConfig())
+    assert a_g[0] > 0 > a_g[1]
+
+
+def test_good_step_in_failed_trajectory_gets_positive_credit():
+    """§6.3.6 on the §7.1 toy group: tau4's shortcut A->C tops G(A) and its total is positive."""
+    from test_credit_helpers import toy_group
+
+    adv = graphgpo.estimate(toy_group(), GraphGPOConfig(distance_discount=0.5))
+    assert adv[3][0] > 0 and adv[3][0] > adv[0][0]
+
+
+@FAST
+@given(groups(), st.sampled_from(sorted(METHODS)))
+def test_no_success_gives_zero(trajs, method):
+    trajs = [
+        dataclasses.replace(
+            t,
+            success=False,
+            steps=[dataclasses.replace(s, reward=0.0, action_valid=True) for s in t.steps],
+        )
+        for t in trajs
+    ]
+    assert not np.any(flat(METHODS[method].estimate(trajs)))
+
+
+# -- robustness, equivariance, locality --------------------------------------------------------------------
+CONFIGS = [
+    GRPOConfig(),
+    GRPOConfig(episode_norm="cross_steps", penalty_scope="step", ddof=0),
+    GiGPOConfig(),
+    GiGPOConfig(norm="mean", episode_norm="cross_steps"),
+    GraphGPOConfig(),
+    GraphGPOConfig(reward_convention="reference", zero_graph_adv_if_no_success=False),
+    RTMCConfig(),
+    RTMCConfig(
+        alpha=0.0, prior="mean_return", visit_mode="every_visit", filter_uniform_groups=False
+    ),
+]
+ESTIMATE = {
+    GRPOConfig: grpo.estimate,
+    GiGPOConfig: gigpo.estimate,
+    GraphGPOConfig: graphgpo.estimate,
+    RTMCConfig: rtmc.estimate,
+}
+
+
+@FAST
+@given(groups(max_groups=3, max_size=4), st.sampled_from(CONFIGS))
+def test_finite_shapes_and_permutation_equivariance(trajs, config):
+    estimate = ESTIMATE[type(config)]
+    out = estimate(trajs, config)
+    assert [len(a) for a in out] == [len(t) for t in trajs]
+    assert all(a.dtype == np.float64 and np.all(np.isfinite(a)) for a in out)
+    perm = np.random.default_rng(len(trajs)).permutation(len(trajs))
+    shuffled = estimate([trajs[i] for i in perm], config)
+    for k, i in enumerate(perm):
+        np.testing.assert_allclose(shuffled[k], out[i], atol=1e-9)
+
+
+@FAST
+@given(groups(max_groups=1), groups(max_groups=1, alphabet="ABXY"), st.sampled_from(CONFIGS))
+def test_other_groups_do_not_change_a_group(a, b, config):
+    b = [dataclasses.replace(t, group_id="other") for t in b]
+    estimate = ESTIMATE[type(config)]
+    alone = estimate(a, config)
+    mixed = estimate(a + b, config)
+    for x, y in zip(alone, mixed[: len(a)], strict=True):
+        np.testing.assert_allclose(x, y, atol=1e-12)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_edge_inputs(config):
+    estimate = ESTIMATE[type(config)]
+    assert estimate([], config) == []
+    empty = Trajectory("t", "g", [], success=False)
+    assert [a.tolist() for a in estimate([empty], config)] == [[]]
+    single = flat(estimate([path_traj("AB", True)], config))  # one one-step trajectory
+    if getattr(config, "episode_norm", None) == "cross_steps":  # reference: a one-row group keeps R
+        assert single[0] == pytest.approx(10.0, rel=1e-5)
+    else:
+        assert single.tolist() == [0.0]
+    all_win = [path_traj("ABG", True), path_traj("ACG", True)]
+    assert np.all(np.isfinite(flat(estimate(all_win, config))))
+
+
+def test_all_success_different_routes_graph_prefers_shorter():
+    """§6.2: all succeed along different paths: A^E = 0 but the shorter route wins."""
+    group = [path_traj("ABG", True), path_traj("ACDG", True)]
+    adv = graphgpo.estimate(group, GraphGPOConfig())
+    assert adv[0][0] > 0 > adv[1][0]
+
+
+# -- similarity matching ----------------------------------------------------------------------------------
+def test_similarity_merges_noisy_anchors():
+    noisy = [
+        path_traj(["room one ad1", "room two"], True),
+        path_traj(["room one ad2", "room three"], False),
+    ]
+    clean = [
+        path_traj(["room one", "room two"], True),
+        path_traj(["room one", "room three"], False),
+    ]
+    exact = flat(gigpo.estimate(clean, GiGPOConfig()))
+    assert not np.allclose(flat(gigpo.estimate(noisy, GiGPOConfig())), exact)
+    np.testing.assert_allclose(
+        flat(gigpo.estimate(noisy, GiGPOConfig(similarity_threshold=0.8))), exact
+    )
+    np.testing.assert_allclose(
+        flat(graphgpo.estimate(noisy, GraphGPOConfig(similarity_threshold=0.8))),
+        flat(graphgpo.estimate(clean, GraphGPOConfig())),
+    )
+
+
+def test_similarity_rejects_non_text_keys():
+    group = [path_traj("AB", True)]
+    group[0].steps[0].state_key = (1, 2)
+    with pytest.raises(TypeError, match="text"):
+        gigpo.estimate(group, GiGPOConfig(similarity_threshold=0.9))
+
+
+# -- bad input ------------------------------------------------------------------------------------------
+def test_bad_inputs_raise_clear_errors():
+    t = path_traj("AB", True)
+    t.steps[0].reward = math.nan
+    with pytest.raises(ValueError, match="finite"):
+        grpo.estimate([t])
+    with pytest.raises(ValueError, match="episode_norm"):
+        GRPOConfig(episode_norm="nope")
+    with pytest.raises(ValueError, match="distance_discount"):
+        GraphGPOConfig(distance_discount=1.0)
+    with pytest.raises(ValueError, match="unknown credit method"):
+        assign_advantages([[path_traj("AB", True)]], "ppo")
+    with pytest.raises(TypeError, match="GraphGPOConfig"):
+        assign_advantages([[path_traj("AB", True)]], "graph", GiGPOConfig())
+
+
+def test_assign_advantages_uses_list_grouping_and_array_keys():
+    """Groups come from the list structure (ids may collide); numpy-array state keys work."""
+    g1 = [path_traj("AB", True, group="same"), path_traj("AC", False, group="same")]
+    g2 = [path_traj("AB", False, group="same"), path_traj("AB", False, group="same")]
+    for t in g1 + g2:
+        for s in t.steps:
+            s.state_key = np.frombuffer(s.state_key.encode(), np.uint8)
+    assign_advantages([g1, g2], "gigpo")
+    assert [t.steps[0].advantage for t in g2] == [0.0, 0.0]
+    assert g1[0].steps[0].advantage > 0 > g1[1].steps[0].advantage
+
+
+# -- helpers -------------------------------------------------------------------------------------------------
+@FAST
+@given(st.lists(st.lists(st.floats(-10, 10), max_size=6), max_size=6), st.floats(0, 1))
+def test_discounted_returns_match_loop(rewards, gamma):
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in rewards])]).astype(np.int64)
+    expected = []
+    for r in rewards:
+        acc, out = 0.0, []
+        for x in reversed(r):
+            acc = x + gamma * acc
+            out.append(acc)
+        expected.extend(reversed(out))
+    got = discounted_returns(np.asarray([x for r in rewards for x in r], float), offsets, gamma)
+    np.testing.assert_allclose(got, expected, atol=1e-9)
+
+
+@FAST
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 10**12)), min_size=1, max_size=40))
+def test_dense_codes_are_a_factorisation(rows):
+    a, b = (np.asarray(c, np.int64) for c in zip(*rows, strict=True))
+    codes, k = dense_codes(a, b)
+    assert k == len(set(rows))
+    assert sorted(set(codes.tolist())) == list(range(k))
+    pairs = {}
+    for row, c in zip(rows, codes.tolist(), strict=True):
+        assert pairs.setdefault(row, c) == c
+    assert len(set(pairs.values())) == k
+
+
+@FAST
+@given(st.lists(st.integers(0, 2**20), max_size=50))
+def test_radix_argsort_is_stable_argsort(values):
+    x = np.asarray(values, np.int64)
+    assert radix_argsort(x).tolist() == np.argsort(x, kind="stable").tolist()
+
+
+def test_group_zscore_invariants():
+    values = np.array([1.0, 2.0, 4.0, 8.0, 5.0])
+    groups = np.array([0, 0, 0, 1, 1])
+    z = group_zscore(values, groups, 2, eps=0.0)
+    assert z[:3].sum() == pytest.approx(0.0) and np.var(z[:3], ddof=1) == pytest.approx(1.0)
+    raw = group_zscore(np.array([3.0]), np.array([0]), 1, singleton="raw", eps=0.0)
+    assert raw.tolist() == [3.0]
+
+
+def test_step_batch_from_arrays_matches_trajectories():
+    trajs = [path_traj("ABC", True), path_traj("AC", False, group="h")]
+    from_trajs = StepBatch.from_trajectories(trajs)
+    arrays = StepBatch.from_arrays(
+        [2, 1],
+        [0, 1],
+        [True, False],
+        from_trajs.reward,
+        from_trajs.state,
+        from_trajs.next_state,
+        from_trajs.action,
+        from_trajs.valid,
+    )
+    for method in METHODS:
+        fn = {"grpo": grpo, "gigpo": gigpo, "graph": graphgpo, "rtmc": rtmc}[method].estimate_batch
+        np.testing.assert_array_equal(fn(from_trajs), fn(arrays))
+    with pytest.raises(ValueError, match="offsets"):
+        dataclasses.replace(arrays, offsets=np.array([0, 1, 2]))
+
+
+def test_step_extras_are_untouched_by_credit():
+    step = Step("o", "a", 10.0, state_key="A", next_state_key="B", extras={"logp": [0.1]})
+    assign_advantages([[Trajectory("t", "g", [step], success=True)]], "graph")
+    assert step.extras == {"logp": [0.1]} and step.advantage == 0.0
