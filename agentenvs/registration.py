@@ -10,6 +10,7 @@ __all__ = ["ENV_IDS", "register_envs"]
 ENV_IDS: dict[str, tuple[str, dict]] = {
     "agentenvs/Sokoban-v0": ("agentenvs.sokoban.env:SokobanEnv", {}),
     "agentenvs/SokobanVisual-v0": ("agentenvs.sokoban.env:SokobanEnv", {"visual": True}),
+    "agentenvs/ALFWorld-v0": ("agentenvs.alfworld.env:ALFWorldEnv", {}),
     "agentenvs/SokobanDiscrete-v0": ("agentenvs.sokoban.adapters:make_sokoban_discrete", {}),
 }
 

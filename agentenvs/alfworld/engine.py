@@ -3,7 +3,7 @@
 This module holds :func:`make_engine` (``PddlEnv`` wrapped by ALFWorld's ``AlfredDemangler``, so
 entity names, feedback and admissible commands are exactly ALFWorld's), :func:`load_game_data`
 (read a ``game.tw-pddl`` file), :func:`replay` (play commands, report the step that first wins) and
-:func:`plan` (the planner expert's plan, in a child process with a timeout). ``alfworld`` and
+:func:`solve` (the planner expert's plan and its replay, in a child process with a timeout). ``alfworld`` and
 ``textworld`` are imported inside the functions.
 """
 
@@ -14,7 +14,7 @@ import multiprocessing as mp
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["make_engine", "load_game_data", "replay", "plan", "PlannerTimeout"]
+__all__ = ["make_engine", "load_game_data", "replay", "solve", "PlannerTimeout"]
 
 
 class PlannerTimeout(RuntimeError):
@@ -37,9 +37,8 @@ def load_game_data(path: str) -> dict:
         return json.load(f)
 
 
-def replay(engine: Any, game: Mapping, commands: Sequence[str]) -> int | None:
-    """Load ``game`` into ``engine``, play ``commands``; the 1-based step that first wins, or None."""
-    engine.load(dict(game))
+def replay(engine: Any, commands: Sequence[str]) -> int | None:
+    """Reset the game loaded in ``engine``, play ``commands``; the 1-based step that first wins."""
     engine.reset()
     for t, command in enumerate(commands, 1):
         state, _, _ = engine.step(command)
@@ -48,28 +47,37 @@ def replay(engine: Any, game: Mapping, commands: Sequence[str]) -> int | None:
     return None
 
 
-def _plan_child(game: Mapping, conn: Any) -> None:
+def _solve_child(engine: Any, game: Mapping, conn: Any) -> None:
     try:
-        import textworld
-
-        engine = make_engine(textworld.EnvInfos(won=True, policy_commands=True))
+        engine.request_infos.policy_commands = True
         engine.load(dict(game))
-        conn.send(("ok", list(engine.reset()["policy_commands"])))
+        state = engine.reset()
+        engine.request_infos.policy_commands = False
+        won_at_reset, walkthrough = bool(state["won"]), list(state["policy_commands"])
+        won_at = None
+        for t, command in enumerate(walkthrough, 1):
+            if engine.step(command)[0]["won"]:
+                won_at = t
+                break
+        conn.send(("ok", (won_at_reset, walkthrough, won_at)))
     except Exception as exc:  # reported to the parent, which raises
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
 
 
-def plan(game: Mapping, timeout: float = 30.0) -> list[str]:
-    """The planner expert's plan (Fast Downward via textworld) for ``game`` at reset.
+def solve(engine: Any, game: Mapping, timeout: float = 30.0) -> tuple[bool, list[str], int | None]:
+    """Ask the planner expert to solve ``game`` and replay its plan.
 
-    Runs in a forked child so a slow search can be stopped: raises :class:`PlannerTimeout` after
-    ``timeout`` seconds and ``RuntimeError`` if the planner fails. An empty list means no plan.
+    Everything runs in a forked child (one load, one reset) so a slow search can be stopped.
+    Returns ``(won_at_reset, plan, won_at)`` with ``won_at`` the 1-based step of the plan that first
+    wins (``None`` if none does); an empty plan means the planner found none. Raises
+    :class:`PlannerTimeout` after ``timeout`` seconds and ``RuntimeError`` if the engine fails.
+    ``engine`` (from :func:`make_engine`) is only read by the child.
     """
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_plan_child, args=(dict(game), child), daemon=True)
+    proc = ctx.Process(target=_solve_child, args=(engine, dict(game), child), daemon=True)
     proc.start()
     child.close()
     try:

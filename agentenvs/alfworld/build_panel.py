@@ -1,0 +1,118 @@
+"""Build (or rebuild, bit-identically) the embedded ALFWorld panel.
+
+Usage::
+
+    python -m agentenvs.alfworld.build_panel --out agentenvs/alfworld/data/panel.jsonl.gz
+
+This module holds :func:`split_sizes` (balanced per-type counts), :func:`build_record` (generate
+and verify the game at one position, redrawing the room after a rejection) and :func:`main`.
+Finished games are cached as JSON under ``--cache`` so an interrupted build resumes.
+The output is a pure function of ``--seed`` and the sizes as long as the same attempts are rejected;
+the planner timeout (``--timeout``, default 30 s) is far above the planner's time on these rooms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from agentenvs.alfworld.constants import TASK_TYPE_NAMES
+from agentenvs.alfworld.generate import draw_game
+from agentenvs.alfworld.panel import encode_record, game_record, write_panel
+from agentenvs.alfworld.verify import Rejected, verify
+
+__all__ = ["split_sizes", "build_record", "main"]
+
+SEED = 0
+
+
+def split_sizes(total: int) -> dict[str, int]:
+    """``total`` games spread over the six task types, the first types taking the remainder.
+
+    >>> split_sizes(140)["pick_and_place_simple"], split_sizes(140)["pick_two_obj_and_place"]
+    (24, 23)
+    """
+    base, extra = divmod(total, len(TASK_TYPE_NAMES))
+    return {t: base + (i < extra) for i, t in enumerate(TASK_TYPE_NAMES)}
+
+
+def build_record(
+    seed: int,
+    task_type: str,
+    k: int,
+    split: str,
+    engine: Any,
+    *,
+    timeout: float = 30.0,
+    max_attempts: int = 8,
+) -> dict:
+    """Generate position ``k`` of ``task_type``, redrawing its room until the game verifies."""
+    reasons = []
+    for attempt in range(max_attempts):
+        spec = draw_game(seed, task_type, k, attempt)
+        try:
+            spec.walkthrough = verify(spec, engine, timeout=timeout)
+        except Rejected as exc:
+            reasons.append(str(exc))
+            continue
+        return game_record(spec, split=split, seed=seed, k=k, attempt=attempt)
+    raise RuntimeError(f"{task_type} #{k}: no verified game in {max_attempts} attempts: {reasons}")
+
+
+def _positions(n_train: int, n_test: int) -> list[tuple[str, int, str]]:
+    """Build order: the test games, then the train games, task types round-robin in each
+    (a build stopped early still has balanced types)."""
+    train, test = split_sizes(n_train), split_sizes(n_test)
+    out = []
+    for split, sizes in (("test", test), ("train", train)):
+        for j in range(max(sizes.values(), default=0)):
+            for t in TASK_TYPE_NAMES:
+                if j < sizes[t]:
+                    k = j if split == "train" else train[t] + j
+                    out.append((t, k, split))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from agentenvs.alfworld.engine import make_engine
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--out", required=True, help="panel file to write (.jsonl.gz)")
+    ap.add_argument("--train", type=int, default=600)
+    ap.add_argument("--test", type=int, default=140)
+    ap.add_argument("--seed", type=int, default=SEED)
+    ap.add_argument("--timeout", type=float, default=30.0, help="planner time limit per game (s)")
+    ap.add_argument("--cache", default=None, help="per-game cache dir (default: <out>.parts)")
+    args = ap.parse_args(argv)
+    cache = args.cache or args.out + ".parts"
+    os.makedirs(cache, exist_ok=True)
+    engine = make_engine()
+    records = []
+    positions = _positions(args.train, args.test)
+    t0 = time.perf_counter()
+    for i, (task_type, k, split) in enumerate(positions):
+        part = os.path.join(cache, f"{args.seed}-{task_type}-{k:06d}-{split}.json")
+        if os.path.exists(part):
+            with open(part) as f:
+                record = json.load(f)
+        else:
+            record = build_record(args.seed, task_type, k, split, engine, timeout=args.timeout)
+            with open(part + ".tmp", "wb") as f:
+                f.write(encode_record(record))
+            os.replace(part + ".tmp", part)
+        records.append(record)
+        if (i + 1) % 20 == 0 or i + 1 == len(positions):
+            rate = (time.perf_counter() - t0) / (i + 1)
+            print(f"{i + 1}/{len(positions)} games, {rate:.2f} s/game", file=sys.stderr, flush=True)
+    records.sort(key=lambda r: (r["split"] != "train", r["id"]))
+    write_panel(records, args.out)
+    print(f"wrote {len(records)} games to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

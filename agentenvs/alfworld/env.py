@@ -1,0 +1,195 @@
+"""``agentenvs/ALFWorld-v0``: ALFWorld's text games on the real alfworld/TextWorld PDDL engine.
+
+This module holds :class:`ALFWorldEnv`. The engine (textworld ``PddlEnv`` behind ALFWorld's
+demangler) produces every observation, admissible command and ``won`` flag; the env adds the
+``<think>/<action>`` format rule, the step budget, rewards, the GraphGPO state key and
+goal-condition success. Games come from the shipped panel (splits ``train``/``test``) or, when
+``data_path`` or ``$ALFWORLD_DATA`` holds it, the official data (``train``/``valid_seen``/
+``valid_unseen``). Needs ``pip install agentenvs[alfworld]``; the module imports without it.
+
+Observations: the intro at reset (``-= Welcome to TextWorld, ALFRED! =- ... Your task is to: ...``),
+then the engine's feedback for each command; a command the engine does not know gets ALFWorld's
+``Nothing happens.`` (a valid, ineffective step, as in ALFWorld). Text that breaks the format is an
+invalid action (``-invalid_action_penalty``, state unchanged) whose observation says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentenvs.alfworld.constants import task_type_of
+from agentenvs.alfworld.games import GameSet, resolve_games
+from agentenvs.alfworld.gcsr import gcsr
+from agentenvs.alfworld.tracker import StateTracker
+from agentenvs.core.parsing import ParsedAction, parse_action_verl
+from agentenvs.core.text_env import TextAgentEnv, text_space
+
+__all__ = ["ALFWorldEnv"]
+
+_TASK_MARKER = "Your task is to: "
+
+
+class ALFWorldEnv(TextAgentEnv[str]):
+    """ALFWorld (text) as a Gymnasium env over the alfworld engine.
+
+    Args:
+        split: panel split to draw games from (``train``/``test``; official data: ``train``,
+            ``valid_seen``, ``valid_unseen``).
+        data_path: ``None`` (official data under ``$ALFWORLD_DATA`` if present, else the shipped
+            panel), ``"embedded"`` (always the shipped panel) or an official data directory.
+        task_types: ALFWorld task type ids (1-6) or names to keep; ``None`` = all six.
+        max_steps: step budget (ALFWorld/verl-agent: 50).
+        win_reward: reward of the winning step (verl-agent: 10.0); other steps earn 0.
+        invalid_action_penalty: a format-breaking response earns ``-invalid_action_penalty``.
+        action_format: ``"tagged"`` (``<think>..</think><action>..</action>``) or ``"plain"``.
+        require_think: with ``"tagged"``, demand the think block.
+        compat: ``None`` or ``"verl-agent"`` (verl-agent's projection: lower-cased command, and without
+            action tags the last 30 characters go to the engine anyway; such a step is executed,
+            flagged ``action_valid=False`` and charged the penalty).
+        expert_plan: add ``info["expert_plan"]``, the planner expert's plan from the current state
+            (Fast Downward runs on every reset and step: 0.3 s to minutes).
+        drop_help: leave ``help`` out of ``info["admissible_actions"]`` (the reference prompts do).
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        data_path: str | None = None,
+        task_types: list[int | str] | None = None,
+        max_steps: int = 50,
+        win_reward: float = 10.0,
+        invalid_action_penalty: float = 0.1,
+        action_format: str = "tagged",
+        require_think: bool = True,
+        compat: str | None = None,
+        expert_plan: bool = False,
+        drop_help: bool = True,
+        render_mode: str | None = None,
+    ) -> None:
+        if compat not in (None, "verl-agent"):
+            raise ValueError(f"compat must be None or 'verl-agent', got {compat!r}")
+        self.games: GameSet = resolve_games(data_path, task_types)
+        super().__init__(
+            tasks=self.games.panel,
+            max_steps=max_steps,
+            split=split,
+            invalid_action_penalty=invalid_action_penalty,
+            action_format=action_format,
+            require_think=require_think,
+            render_mode=render_mode,
+        )
+        self.win_reward = float(win_reward)
+        self.compat = compat
+        self.expert_plan = expert_plan
+        self.drop_help = drop_help
+        self.observation_space = text_space()
+        self.action_space = text_space()
+        self._engine: Any = None
+        self._loaded: str | None = None
+        self._state: Any = None
+        self._raw = ""
+        self._tracker = StateTracker()
+        self._traj: dict = {}
+        self._format_ok, self._format_reason = True, ""
+        self._task = ""
+
+    # -- engine --------------------------------------------------------------------------------------
+    def _get_engine(self) -> Any:
+        if self._engine is None:
+            import textworld
+
+            from agentenvs.alfworld.engine import make_engine
+
+            infos = textworld.EnvInfos(won=True, admissible_commands=True, facts=False)
+            infos.policy_commands = self.expert_plan
+            self._engine = make_engine(infos)
+        return self._engine
+
+    def _load_task(self, task_id: str) -> None:
+        engine = self._get_engine()
+        if self._loaded != task_id:  # reuse the parsed game when the task repeats (group rollouts)
+            self._loaded = None
+            engine.load(self.games.game(task_id))
+            self._traj = self.games.traj_data(task_id)
+            self._loaded = task_id
+        self._state = engine.reset()
+        self._raw = self._state.feedback
+        self._task = (
+            self._raw.split(_TASK_MARKER, 1)[-1].strip().rstrip(".")
+            if _TASK_MARKER in self._raw
+            else ""
+        )
+        self._tracker.reset()
+        self._format_ok = True
+
+    # -- base-class hooks ----------------------------------------------------------------------------
+    def _parse(self, action: object) -> ParsedAction:
+        if self.compat != "verl-agent":
+            return super()._parse(action)
+        parsed = parse_action_verl(action)
+        self._format_ok, self._format_reason = parsed.valid, parsed.reason
+        if parsed.command is None:
+            return parsed
+        return ParsedAction(parsed.command, True)
+
+    def _apply(self, command: str) -> tuple[float, bool]:
+        self._state, _, _ = self._engine.step(command)
+        self._raw = self._state.feedback
+        self._tracker.update(command, self._raw)
+        won = bool(self._state["won"])
+        reward = self.win_reward if won else 0.0
+        if not self._format_ok:
+            reward -= self.invalid_action_penalty
+        return reward, won
+
+    def _observation(self, feedback: str) -> str:
+        return feedback or self._raw
+
+    def _state_key(self) -> str:
+        return self._tracker.key(self._raw, self._state["admissible_commands"])
+
+    def _admissible_actions(self) -> list[str]:
+        commands = list(self._state["admissible_commands"])
+        return [c for c in commands if c != "help"] if self.drop_help else commands
+
+    def _extra_info(self) -> dict[str, Any]:
+        task_type = self._traj.get("task_type") or task_type_of(self.task_id or "")
+        facts = [(f.name, tuple(a.name for a in f.arguments)) for f in self._state["_facts"]]
+        info: dict[str, Any] = {
+            "goal_condition_success_rate": gcsr(
+                facts, task_type, self._traj.get("pddl_params", {})
+            ),
+            "task_type": task_type,
+            "task": self._task,
+            "gamefile": self.games.gamefile(self.task_id),
+            "anchor": self._raw,
+            "is_action_valid": True,
+        }
+        if self.compat == "verl-agent" and not self._format_ok:
+            info.update(
+                action_valid=False, is_action_valid=False, invalid_reason=self._format_reason
+            )
+            self._format_ok = True
+        if self.expert_plan:
+            info["expert_plan"] = list(self._state["policy_commands"])
+        return info
+
+    def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
+        info = super()._info(action_valid, reason)
+        info["is_action_valid"] = info["action_valid"]
+        return info
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def walkthrough(self) -> list[str]:
+        """The current game's stored walkthrough (the planner's plan for generated games)."""
+        if self._loaded is None:
+            raise RuntimeError("call reset() first")
+        return list(self._engine.unwrapped.walkthrough or [])
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine, self._loaded = None, None
+        super().close()
