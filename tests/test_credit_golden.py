@@ -53,6 +53,20 @@ def test_toy_distances_and_rewards():
     assert rewards[9] == 0.3125  # tau3 B->X
 
 
+def test_toy_diagnostics():
+    diag = graphgpo.diagnostics(StepBatch.from_trajectories(toy_group()), toy_cfg())
+    assert diag["d_max"].tolist() == [3] and diag["has_success"].tolist() == [True]
+    assert diag["nodes"].tolist() == [5]  # A, B, C, D, X (the sink is not a state)
+    assert diag["distance"][:3].tolist() == [2, 2, 1] and diag["next_distance"][:3].tolist() == [
+        2,
+        1,
+        0,
+    ]
+    np.testing.assert_allclose(diag["graph_advantage"], flat(TOY_GRAPH_ADV), atol=TOL)
+    np.testing.assert_allclose(diag["episode_advantage"][[0, 8]], [0.866025, -0.866025], atol=TOL)
+    assert diag["singleton"][4] and not diag["singleton"][0]  # D->A is the only edge out of D
+
+
 def test_toy_totals_paper():
     out = graphgpo.estimate(toy_group(), toy_cfg())
     assert [len(a) for a in out] == [3, 5, 5, 5]

@@ -8,8 +8,9 @@ minus ``invalid_penalty`` on invalid steps when ``invalid_penalty_on_graph``; ed
 state are normalised against each other (singleton: 0), and
 ``A = graph_weight * A^G + episode_weight * A^E``. Formulas: specs/graphgpo.md §2 and §7.
 
-This module holds :class:`GraphGPOConfig`, :func:`distances`, :func:`graph_rewards`,
-:func:`graph_advantages`, :func:`estimate_batch` and :func:`estimate`. All groups are solved at
+This module holds :class:`GraphGPOConfig`, :func:`build_graph`, :func:`distances`,
+:func:`graph_rewards`, :func:`graph_advantages`, :func:`diagnostics`, :func:`estimate_batch` and
+:func:`estimate`. All groups are solved at
 once: one multi-source BFS over the union of the group graphs (their nodes are (group, state)
 pairs, so graphs never mix), O(n) numpy work per BFS level.
 
@@ -44,6 +45,7 @@ __all__ = [
     "distances",
     "graph_rewards",
     "graph_advantages",
+    "diagnostics",
     "estimate_batch",
     "estimate",
 ]
@@ -133,6 +135,44 @@ def build_graph(batch: StepBatch, config: GraphGPOConfig) -> GroupGraph:
     return GroupGraph(src, dst, node_group, sinks, has_success)
 
 
+def _reverse_bfs(graph: GroupGraph) -> np.ndarray:
+    """Hop count of every node to its group's sink, -1 where unreachable (int64 ``(k,)``)."""
+    k = graph.n_nodes
+    dist = np.full(k, -1, np.int64)
+    frontier = graph.sinks[graph.has_success]
+    dist[frontier] = 0
+    if graph.src.size == 0:
+        return dist
+    order = radix_argsort(graph.dst)
+    preds_sorted = graph.src[order]
+    indeg = np.bincount(graph.dst, minlength=k)
+    start = np.concatenate([[0], np.cumsum(indeg)[:-1]])
+    slot = np.empty(k, np.int64)
+    level = 0
+    while frontier.size:
+        cnt = indeg[frontier]
+        total = int(cnt.sum())
+        if total == 0:
+            break
+        first = np.repeat(start[frontier] - np.cumsum(cnt) + cnt, cnt)
+        preds = preds_sorted[first + np.arange(total)]
+        preds = preds[dist[preds] < 0]
+        slot[preds] = np.arange(len(preds))  # keep one copy of each node
+        preds = preds[slot[preds] == np.arange(len(preds))]
+        level += 1
+        dist[preds] = level
+        frontier = preds
+    return dist
+
+
+def _group_d_max(graph: GroupGraph, raw: np.ndarray) -> np.ndarray:
+    """Largest finite distance per group (0 when nothing reaches a sink), int64 ``(n_groups,)``."""
+    d_max = np.zeros(len(graph.sinks), np.int64)
+    reached = raw >= 0
+    np.maximum.at(d_max, graph.node_group[reached], raw[reached])
+    return d_max
+
+
 def distances(graph: GroupGraph) -> np.ndarray:
     """Shortest unit-cost distance of every node to its group's sink, int64 ``(k,)``.
 
@@ -140,34 +180,8 @@ def distances(graph: GroupGraph) -> np.ndarray:
     sink gets ``d_max + 1`` where ``d_max`` is the group's largest finite distance (0 with no
     success, so every node then gets 1), specs/graphgpo.md §2.4.
     """
-    k = graph.n_nodes
-    dist = np.full(k, -1, np.int64)
-    frontier = graph.sinks[graph.has_success]
-    dist[frontier] = 0
-    if graph.src.size:
-        order = radix_argsort(graph.dst)
-        preds_sorted = graph.src[order]
-        indeg = np.bincount(graph.dst, minlength=k)
-        start = np.concatenate([[0], np.cumsum(indeg)[:-1]])
-        slot = np.empty(k, np.int64)
-        level = 0
-        while frontier.size:
-            cnt = indeg[frontier]
-            total = int(cnt.sum())
-            if total == 0:
-                break
-            first = np.repeat(start[frontier] - np.cumsum(cnt) + cnt, cnt)
-            preds = preds_sorted[first + np.arange(total)]
-            preds = preds[dist[preds] < 0]
-            slot[preds] = np.arange(len(preds))  # keep one copy of each node
-            preds = preds[slot[preds] == np.arange(len(preds))]
-            level += 1
-            dist[preds] = level
-            frontier = preds
-    d_max = np.zeros(int(graph.node_group.max(initial=-1)) + 1, np.int64)
-    reached = dist >= 0
-    np.maximum.at(d_max, graph.node_group[reached], dist[reached])
-    return np.where(reached, dist, d_max[graph.node_group] + 1)
+    raw = _reverse_bfs(graph)
+    return np.where(raw >= 0, raw, _group_d_max(graph, raw)[graph.node_group] + 1)
 
 
 def graph_rewards(
@@ -201,6 +215,34 @@ def graph_advantages(batch: StepBatch, config: GraphGPOConfig) -> np.ndarray:
     if config.zero_graph_adv_if_no_success:
         adv[~graph.has_success[batch.step_group]] = 0.0
     return adv
+
+
+def diagnostics(batch: StepBatch, config: GraphGPOConfig | None = None) -> dict[str, np.ndarray]:
+    """Per-step and per-group quantities for tests and logging (specs/graphgpo.md §6.1).
+
+    Returns a dict of arrays: per step ``distance`` (d of the source state), ``next_distance``
+    (d of the destination, 0 for a success edge), ``graph_reward`` (R^G), ``graph_advantage`` (A^G),
+    ``episode_advantage`` (A^E), ``singleton`` (the step is alone in its source-state group); per
+    group ``has_success``, ``d_max`` (largest finite distance) and ``nodes`` (states in its graph).
+    """
+    config = config or GraphGPOConfig()
+    graph = build_graph(batch, config)
+    dist = distances(graph)
+    out_degree = np.bincount(graph.src, minlength=graph.n_nodes)
+    used = np.zeros(graph.n_nodes, bool)  # nodes exist only through edges
+    used[graph.src] = used[graph.dst] = True
+    used[graph.sinks] = False
+    return {
+        "distance": dist[graph.src],
+        "next_distance": dist[graph.dst],
+        "graph_reward": graph_rewards(batch, graph, dist, config),
+        "graph_advantage": graph_advantages(batch, config),
+        "episode_advantage": episode_advantages(batch, config),
+        "singleton": out_degree[graph.src] == 1,
+        "has_success": graph.has_success,
+        "d_max": _group_d_max(graph, _reverse_bfs(graph)),
+        "nodes": np.bincount(graph.node_group[used], minlength=batch.n_groups),
+    }
 
 
 def estimate_batch(batch: StepBatch, config: GraphGPOConfig | None = None) -> np.ndarray:

@@ -61,7 +61,9 @@ class GRPOConfig:
     """specs/graphgpo.md §2.7 / compat.md §3.1: ``"episode"`` (default) scores a trajectory by its
     total env return, in which our envs already charge invalid actions once. ``"step"`` reproduces
     the reference stack: the episode score counts only valid steps' rewards and each invalid step's
-    own row (and GiGPO step return) is docked ``invalid_penalty``."""
+    own row (and GiGPO step return) is docked ``invalid_penalty``. With ``episode_norm="trajectory"``
+    the docking has no row to land on, so the penalty then shows only in GiGPO step returns and
+    GraphGPO edge rewards."""
     invalid_penalty: float = 0.1
     """specs/graphgpo.md §2.11: the per-invalid-step penalty used by ``penalty_scope="step"`` (and by
     GraphGPO's ``invalid_penalty_on_graph``)."""
