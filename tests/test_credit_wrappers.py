@@ -184,3 +184,12 @@ def test_vector_wrapper_needs_a_grouped_env():
     with pytest.raises(ValueError, match="GroupedVectorEnv"):
         VectorCreditWrapper(plain, "grpo")
     plain.close()
+    same_step = gym.make_vec(
+        ENV_ID,
+        num_envs=2,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+    )
+    with pytest.raises(ValueError, match="NEXT_STEP"):
+        VectorCreditWrapper(agentenvs.GroupedVectorEnv(same_step, 2), "grpo")
+    same_step.close()

@@ -28,7 +28,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode
 
 from agentenvs.core import Trajectory
 from wrappers.recorder import EpisodeRecorder
@@ -69,8 +68,8 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
             raise ValueError(
                 "VectorCreditWrapper needs a GroupedVectorEnv (use agentenvs.make_group_vec_env)"
             )
-        mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
-        if mode != AutoresetMode.NEXT_STEP:
+        mode = env.metadata.get("autoreset_mode")  # absent before gymnasium 1.1: NEXT_STEP only
+        if mode is not None and getattr(mode, "value", mode) != "NextStep":
             raise ValueError(
                 f"VectorCreditWrapper supports the NEXT_STEP autoreset mode, got {mode}"
             )
