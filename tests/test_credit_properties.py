@@ -183,6 +183,20 @@ def test_monotone_within_source_groups(trajs, omega):
                     assert adv[i] == pytest.approx(adv[j])
 
 
+@FAST
+@given(groups(max_groups=2, max_size=5, min_len=1), st.floats(0.2, 0.95), st.floats(0.5, 20.0))
+def test_graph_advantage_scale_and_convention_invariance(trajs, omega, r_succ):
+    """§6.3.8: with unit costs and no graph penalty, A^G ignores r_succ and the reward convention."""
+    base = GraphGPOConfig(distance_discount=omega, invalid_penalty_on_graph=False, eps=0.0)
+    batch = StepBatch.from_trajectories(trajs)
+    expected = graphgpo.graph_advantages(batch, base)
+    for cfg in (
+        dataclasses.replace(base, success_reward=r_succ),
+        dataclasses.replace(base, reward_convention="reference"),
+    ):
+        np.testing.assert_allclose(graphgpo.graph_advantages(batch, cfg), expected, atol=1e-9)
+
+
 def test_goal_beats_loop():
     group = [path_traj("SG", True), path_traj("STS", False), path_traj("STSG", True)]
     adv = graphgpo.estimate(group, GraphGPOConfig())

@@ -125,6 +125,18 @@ def test_mid_episode_reset_replays_the_task_and_conflicts_raise():
     assert all(len(t) > 0 for t in info["credit"])
 
 
+class _NoTaskIds(gym.Wrapper):
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, {k: v for k, v in info.items() if k != "task_id"}
+
+
+def test_wrapper_needs_task_ids():
+    env = GraphCreditWrapper(_NoTaskIds(gym.make(ENV_ID)), group_size=2)
+    with pytest.raises(ValueError, match="task_id"):
+        env.reset(seed=0)
+
+
 def test_wrapper_rejects_bad_arguments():
     with pytest.raises(ValueError, match="group_size"):
         GraphCreditWrapper(gym.make(ENV_ID), group_size=0)

@@ -85,9 +85,19 @@ class CreditWrapper(gym.Wrapper):
                 )
             options["task_id"] = self._group_task
         obs, info = self.env.reset(seed=seed, options=options or None)
+        task = info.get("task_id")
+        if task is None:
+            raise ValueError(
+                "the env must report info['task_id'] (and accept options={'task_id': ...}) "
+                "so that a group replays one task"
+            )
         if not self._group:
-            self._group_task = info.get("task_id")
+            self._group_task = task
             self._groups_started += 1
+        elif task != self._group_task:
+            raise RuntimeError(
+                f"the env ignored options['task_id']={self._group_task!r} and played {task!r}"
+            )
         self._recorder.begin(obs, info)
         return obs, info
 
