@@ -121,6 +121,18 @@ def test_rtmc_root_signature_is_grpo(trajs, alpha):
     np.testing.assert_allclose(flat(rtmc.estimate(trajs, cfg)), expected, atol=1e-12)
 
 
+def test_rtmc_cumulative_set_signature_merges_reordered_histories():
+    """Two rollouts that did the same things in another order share a state (branch discrimination)."""
+    group = [
+        path_traj("ABCD", True, actions=["look", "open", "take"], rewards=[0, 0, 1]),
+        path_traj("AEFG", False, actions=["open", "look", "drop"], rewards=[0, 0, 0]),
+    ]
+    cfg = RTMCConfig(gamma=1.0, normalize="none", signature=rtmc.cumulative_set_signature)
+    adv = rtmc.estimate(group, cfg)
+    assert adv[0][2] > 0 > adv[1][2]  # same state {look, open}: take beats drop
+    assert adv[0][2] == pytest.approx(1 - (1 + 2 * 0.5) / 4)
+
+
 # -- graph structure -----------------------------------------------------------------------------------
 def brute_distances(trajs: list[Trajectory]) -> dict:
     """Plain BFS on one group (state keys as nodes, "SUCC" as the sink)."""

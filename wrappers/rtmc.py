@@ -7,8 +7,9 @@ over the group gives ``Q(s, a) = W(s, a) / N(s, a)`` and the smoothed baseline
 by the group's population std. Groups whose rollouts all succeeded or all failed get 0. Formulas:
 specs/rtmc.md §2 and §7.
 
-This module holds :class:`RTMCConfig`, :func:`default_signature`, :func:`estimate_batch` and
-:func:`estimate`. Returns are discounted sums of ``Step.reward`` (step rewards and any validation
+This module holds :class:`RTMCConfig`, the signature functions :func:`default_signature` (re-exported
+from :mod:`wrappers.batch`), :func:`prefix_signature` and :func:`cumulative_set_signature`,
+:func:`estimate_batch` and :func:`estimate`. Returns are discounted sums of ``Step.reward`` (step rewards and any validation
 bonus are the environment's business).
 
 >>> from agentenvs.core import Step, Trajectory
@@ -23,17 +24,51 @@ bonus are the environment's business).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from agentenvs.core import Trajectory
-from wrappers.batch import Signature, StepBatch, default_signature, estimate_trajectories
+from agentenvs.core import Step, Trajectory
+from wrappers.batch import (
+    Signature,
+    StepBatch,
+    default_signature,
+    estimate_trajectories,
+    hashable_key,
+)
 from wrappers.grpo import _check_choice
 from wrappers.stats import dense_codes, discounted_returns, radix_argsort
 
-__all__ = ["RTMCConfig", "default_signature", "estimate_batch", "estimate"]
+__all__ = [
+    "RTMCConfig",
+    "default_signature",
+    "prefix_signature",
+    "cumulative_set_signature",
+    "estimate_batch",
+    "estimate",
+]
+
+
+def prefix_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, Hashable]:
+    """State = the exact sequence of actions before ``t`` (a rollout-tree prefix; very fine).
+
+    >>> steps = [Step("o", a, 0.0) for a in ["look", "go", "look"]]
+    >>> prefix_signature(steps, 2)
+    (('look', 'go'), 'look')
+    """
+    return tuple(hashable_key(s.action) for s in steps[:t]), hashable_key(steps[t].action)
+
+
+def cumulative_set_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, Hashable]:
+    """State = the set of distinct actions taken before ``t`` (order-invariant, RTMC-style).
+
+    >>> a = [Step("o", x, 0.0) for x in ["look", "go", "look", "take"]]
+    >>> b = [Step("o", x, 0.0) for x in ["go", "look", "take"]]
+    >>> cumulative_set_signature(a, 3) == cumulative_set_signature(b, 2)
+    True
+    """
+    return frozenset(hashable_key(s.action) for s in steps[:t]), hashable_key(steps[t].action)
 
 
 @dataclass
@@ -59,7 +94,9 @@ class RTMCConfig:
     """specs/rtmc.md §2.6: added to the std in ``"group_std"`` normalisation."""
     signature: Signature | None = None
     """specs/rtmc.md §3 / §3.7: ``(steps, t) -> (state_signature, action_signature)`` for step ``t``
-    of a trajectory (hashable values); ``None`` = :func:`default_signature`."""
+    of a trajectory (hashable values); ``None`` = :func:`~wrappers.batch.default_signature`
+    (``Step.state_key``, action text). Generic alternatives: :func:`prefix_signature`,
+    :func:`cumulative_set_signature`."""
 
     def __post_init__(self) -> None:
         _check_choice("prior", self.prior, ("success_rate", "mean_return"))
