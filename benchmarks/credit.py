@@ -69,7 +69,7 @@ def synthetic_batch(n_steps: int, seed: int = 0) -> StepBatch:
     return StepBatch.from_arrays(lengths, group, success, reward, state, next_state, action, valid)
 
 
-# -- reference implementations ----------------------------------------------------------------------
+# -- reference implementations ---------------------------------------------------------------------
 # GRPO, GiGPO and GraphGPO follow the reference stack (verl-agent ``core_algos.py`` /
 # ``gigpo/core_gigpo.py`` and the GraphGPO recipe): rows are step-samples, scores are torch scalars
 # normalised in per-row Python loops, and per-trajectory returns are located with ``np.where`` (the

@@ -210,7 +210,7 @@ def test_invalid_penalty_off_graph():
     np.testing.assert_allclose(ag, flat(TOY_GRAPH_ADV), atol=TOL)
 
 
-# -- §7.5 no success ---------------------------------------------------------------------------------
+# -- §7.5 no success -------------------------------------------------------------------------------
 @pytest.mark.parametrize("zero_flag", [True, False])
 def test_no_success_group(zero_flag):
     group = [path_traj("ABC", False), path_traj("ACC", False)]
@@ -218,7 +218,7 @@ def test_no_success_group(zero_flag):
     assert flat(out).tolist() == [0.0] * 4
 
 
-# -- RTMC §7.2-7.4 -----------------------------------------------------------------------------------
+# -- RTMC §7.2-7.4 ---------------------------------------------------------------------------------
 def rtmc_group(beta: float = 0.0):
     """specs/rtmc.md §7.2: terminal reward 1 on success; ``beta`` on test steps after an edit."""
     return [

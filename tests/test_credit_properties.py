@@ -63,7 +63,7 @@ def flat(arrays):
     return np.concatenate(arrays) if arrays else np.zeros(0)
 
 
-# -- reductions ------------------------------------------------------------------------------------------
+# -- reductions ------------------------------------------------------------------------------------
 @FAST
 @given(
     groups(), st.sampled_from(["trajectory", "cross_steps"]), st.sampled_from(["mean_std", "mean"])
@@ -133,7 +133,7 @@ def test_rtmc_cumulative_set_signature_merges_reordered_histories():
     assert adv[0][2] == pytest.approx(1 - (1 + 2 * 0.5) / 4)
 
 
-# -- graph structure -----------------------------------------------------------------------------------
+# -- graph structure -------------------------------------------------------------------------------
 def brute_distances(trajs: list[Trajectory]) -> dict:
     """Plain BFS on one group (state keys as nodes, "SUCC" as the sink)."""
     preds: dict = {}
@@ -240,7 +240,7 @@ def test_no_success_gives_zero(trajs, method):
     assert not np.any(flat(METHODS[method].estimate(trajs)))
 
 
-# -- robustness, equivariance, locality --------------------------------------------------------------------
+# -- robustness, equivariance, locality ------------------------------------------------------------
 CONFIGS = [
     GRPOConfig(),
     GRPOConfig(episode_norm="cross_steps", penalty_scope="step", ddof=0),
@@ -307,7 +307,7 @@ def test_all_success_different_routes_graph_prefers_shorter():
     assert adv[0][0] > 0 > adv[1][0]
 
 
-# -- similarity matching ----------------------------------------------------------------------------------
+# -- similarity matching ---------------------------------------------------------------------------
 def test_similarity_merges_noisy_anchors():
     noisy = [
         path_traj(["room one ad1", "room two"], True),
@@ -335,7 +335,7 @@ def test_similarity_rejects_non_text_keys():
         gigpo.estimate(group, GiGPOConfig(similarity_threshold=0.9))
 
 
-# -- bad input ------------------------------------------------------------------------------------------
+# -- bad input -------------------------------------------------------------------------------------
 def test_bad_inputs_raise_clear_errors():
     t = path_traj("AB", True)
     t.steps[0].reward = math.nan
@@ -363,7 +363,7 @@ def test_assign_advantages_uses_list_grouping_and_array_keys():
     assert g1[0].steps[0].advantage > 0 > g1[1].steps[0].advantage
 
 
-# -- helpers -------------------------------------------------------------------------------------------------
+# -- helpers ---------------------------------------------------------------------------------------
 @FAST
 @given(st.lists(st.lists(st.floats(-10, 10), max_size=6), max_size=6), st.floats(0, 1))
 def test_discounted_returns_match_loop(rewards, gamma):

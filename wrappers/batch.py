@@ -6,13 +6,14 @@ This module holds:
   states and actions; float64 rewards), built once from :class:`~agentenvs.core.Trajectory`
   objects by :meth:`StepBatch.from_trajectories` or directly from arrays (benchmarks, learners).
 * :func:`hashable_key` - turn a state key (text, bytes, numpy array, list, dict) into a hashable value.
+* :func:`action_signature` / :func:`default_signature` - what identifies an action / a step.
 * :func:`estimate_trajectories` - the shared ``estimate`` driver: build a batch, run a flat-array
   estimator, split the result back per trajectory.
 
 Codes are dense integers. A ``None`` state key means "unknown": it gets a fresh code per occurrence,
 so it never matches another state.
 
->>> from agentenvs.core import Step, Trajectory
+>>> from agentenvs.core import Step, Trajectory, parse_action
 >>> t = Trajectory("t", "g", [Step("o", "up", 0.0, state_key="A", next_state_key="B"),
 ...                           Step("o", "up", 10.0, state_key="B", next_state_key="C")], success=True)
 >>> b = StepBatch.from_trajectories([t, t])
@@ -29,9 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from agentenvs.core import Step, Trajectory
+from agentenvs.core import Step, Trajectory, parse_action
 
-__all__ = ["StepBatch", "Signature", "default_signature", "hashable_key", "estimate_trajectories"]
+__all__ = [
+    "StepBatch",
+    "Signature",
+    "INVALID_ACTION",
+    "action_signature",
+    "default_signature",
+    "hashable_key",
+    "estimate_trajectories",
+]
 
 #: ``signature(steps, t) -> (state_signature, action_signature)`` for step ``t`` of one trajectory.
 Signature = Callable[[Sequence[Step], int], tuple[Hashable, Hashable]]
@@ -59,9 +68,31 @@ def hashable_key(key: Any) -> Hashable:
     return key
 
 
+#: The action signature of every invalid action.
+INVALID_ACTION = "<invalid>"
+
+
+def action_signature(step: Step) -> Hashable:
+    """What an action *did*, for matching: the command of a tagged LLM answer (its reasoning does not
+    count), the stripped text of a plain one, :data:`INVALID_ACTION` for any invalid action, and the
+    action itself (made hashable) when it is not text.
+
+    >>> action_signature(Step("o", "<think>box is left</think><action>left</action>", -0.1))
+    'left'
+    >>> action_signature(Step("o", "I'd go left", -0.1, action_valid=False))
+    '<invalid>'
+    """
+    if not step.action_valid:
+        return INVALID_ACTION
+    if isinstance(step.action, str):
+        parsed = parse_action(step.action, require_think=False)
+        return parsed.command if parsed.valid else step.action.strip()
+    return hashable_key(step.action)
+
+
 def default_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, Hashable]:
-    """``(steps[t].state_key, steps[t].action)``: the env's state key and the action text."""
-    return steps[t].state_key, steps[t].action
+    """``(steps[t].state_key, action_signature(steps[t]))``: the env's state key and the action."""
+    return steps[t].state_key, action_signature(steps[t])
 
 
 class _Codebook:
@@ -219,7 +250,7 @@ class StepBatch:
             state_keys=states.keys,
         )
 
-    # -- derived arrays ------------------------------------------------------------------------------
+    # -- derived arrays ----------------------------------------------------------------------------
     @property
     def n_steps(self) -> int:
         return len(self.reward)

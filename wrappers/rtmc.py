@@ -7,10 +7,11 @@ over the group gives ``Q(s, a) = W(s, a) / N(s, a)`` and the smoothed baseline
 by the group's population std. Groups whose rollouts all succeeded or all failed get 0. Formulas:
 specs/rtmc.md §2 and §7.
 
-This module holds :class:`RTMCConfig`, the signature functions :func:`default_signature` (re-exported
-from :mod:`wrappers.batch`), :func:`prefix_signature` and :func:`cumulative_set_signature`,
-:func:`estimate_batch` and :func:`estimate`. Returns are discounted sums of ``Step.reward`` (step rewards and any validation
-bonus are the environment's business).
+This module holds :class:`RTMCConfig`, the signature functions :func:`default_signature`
+(re-exported from :mod:`wrappers.batch`), :func:`prefix_signature` and
+:func:`cumulative_set_signature`, :func:`estimate_batch` and :func:`estimate`. Returns are
+discounted sums of ``Step.reward`` (step rewards and any validation bonus are the environment's
+business).
 
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(actions, won):
@@ -33,9 +34,9 @@ from agentenvs.core import Step, Trajectory
 from wrappers.batch import (
     Signature,
     StepBatch,
+    action_signature,
     default_signature,
     estimate_trajectories,
-    hashable_key,
 )
 from wrappers.grpo import _check_choice
 from wrappers.stats import dense_codes, discounted_returns, radix_argsort
@@ -51,24 +52,24 @@ __all__ = [
 
 
 def prefix_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, Hashable]:
-    """State = the exact sequence of actions before ``t`` (a rollout-tree prefix; very fine).
+    """State = the sequence of action signatures before ``t`` (a rollout-tree prefix; very fine).
 
     >>> steps = [Step("o", a, 0.0) for a in ["look", "go", "look"]]
     >>> prefix_signature(steps, 2)
     (('look', 'go'), 'look')
     """
-    return tuple(hashable_key(s.action) for s in steps[:t]), hashable_key(steps[t].action)
+    return tuple(action_signature(s) for s in steps[:t]), action_signature(steps[t])
 
 
 def cumulative_set_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, Hashable]:
-    """State = the set of distinct actions taken before ``t`` (order-invariant, RTMC-style).
+    """State = the set of distinct action signatures before ``t`` (order-invariant, RTMC-style).
 
     >>> a = [Step("o", x, 0.0) for x in ["look", "go", "look", "take"]]
     >>> b = [Step("o", x, 0.0) for x in ["go", "look", "take"]]
     >>> cumulative_set_signature(a, 3) == cumulative_set_signature(b, 2)
     True
     """
-    return frozenset(hashable_key(s.action) for s in steps[:t]), hashable_key(steps[t].action)
+    return frozenset(action_signature(s) for s in steps[:t]), action_signature(steps[t])
 
 
 @dataclass
@@ -95,8 +96,8 @@ class RTMCConfig:
     signature: Signature | None = None
     """specs/rtmc.md §3 / §3.7: ``(steps, t) -> (state_signature, action_signature)`` for step ``t``
     of a trajectory (hashable values); ``None`` = :func:`~wrappers.batch.default_signature`
-    (``Step.state_key``, action text). Generic alternatives: :func:`prefix_signature`,
-    :func:`cumulative_set_signature`."""
+    (``Step.state_key``, :func:`~wrappers.batch.action_signature`). Generic alternatives:
+    :func:`prefix_signature`, :func:`cumulative_set_signature`."""
 
     def __post_init__(self) -> None:
         _check_choice("prior", self.prior, ("success_rate", "mean_return"))
