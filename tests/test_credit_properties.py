@@ -121,6 +121,18 @@ def test_rtmc_root_signature_is_grpo(trajs, alpha):
     np.testing.assert_allclose(flat(rtmc.estimate(trajs, cfg)), expected, atol=1e-12)
 
 
+def test_rtmc_pools_llm_answers_by_their_command():
+    """Different reasoning, same <action>: one (state, action) key; invalid answers pool together."""
+    win = path_traj(
+        "AB", True, actions=["<think>box left</think><action>up</action>"], rewards=[1.0]
+    )
+    lose = path_traj("AC", False, actions=["<think>hmm</think><action>up</action>"], rewards=[0.0])
+    bad = path_traj("AD", False, actions=["up!!"], invalid=(0,), rewards=[-0.1])
+    worse = path_traj("AE", False, actions=["no idea"], invalid=(0,), rewards=[-0.1])
+    adv = rtmc.estimate([win, lose, bad, worse], RTMCConfig(gamma=1.0, normalize="none"))
+    assert adv[0][0] == adv[1][0] > adv[2][0] == adv[3][0]
+
+
 def test_rtmc_cumulative_set_signature_merges_reordered_histories():
     """Two rollouts that did the same things in another order share a state (branch discrimination)."""
     group = [
@@ -347,6 +359,8 @@ def test_bad_inputs_raise_clear_errors():
         GraphGPOConfig(distance_discount=1.0)
     with pytest.raises(ValueError, match="unknown credit method"):
         assign_advantages([[path_traj("AB", True)]], "ppo")
+    with pytest.raises(TypeError, match="sequence of groups"):
+        assign_advantages([path_traj("AB", True)], "grpo")
     with pytest.raises(TypeError, match="GraphGPOConfig"):
         assign_advantages([[path_traj("AB", True)]], "graph", GiGPOConfig())
 

@@ -75,6 +75,11 @@ def assign_advantages(
     of :data:`METHODS`; ``config`` its config (default when ``None``).
     """
     _, config = get_method(method, config)
+    if any(isinstance(g, Trajectory) for g in groups):
+        raise TypeError(
+            "groups must be a sequence of groups (each a sequence of Trajectory), "
+            "e.g. [[traj1, traj2, ...]]"
+        )
     trajectories = [t for g in groups for t in g]
     if not trajectories:
         return
