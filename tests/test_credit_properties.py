@@ -340,6 +340,20 @@ def test_similarity_merges_noisy_anchors():
     )
 
 
+def test_similarity_raw_state_groups_quirk():
+    """Merged states build the graph; with the quirk the step groups stay exact (no shared group)."""
+    noisy = [
+        path_traj(["room one ad1", "room two"], True),
+        path_traj(["room one ad2", "room three"], False),
+    ]
+    merged = graphgpo.graph_advantages(
+        StepBatch.from_trajectories(noisy), GraphGPOConfig(similarity_threshold=0.8)
+    )
+    quirk = GraphGPOConfig(similarity_threshold=0.8, raw_state_groups=True)
+    raw = graphgpo.graph_advantages(StepBatch.from_trajectories(noisy), quirk)
+    assert merged[0] > 0 > merged[1] and raw.tolist() == [0.0, 0.0]
+
+
 def test_similarity_rejects_non_text_keys():
     group = [path_traj("AB", True)]
     group[0].steps[0].state_key = (1, 2)

@@ -79,8 +79,10 @@ class GraphGPOConfig(GRPOConfig):
     reference path (every ``d = 1``, so only the graph penalty separates edges)."""
     similarity_threshold: float | None = None
     """specs/graphgpo.md §2.2 / App. D.3: ``None`` = exact state matching; e.g. 0.95 merges text
-    states whose ``SequenceMatcher`` ratio reaches it (nodes and step groups both use the merged
-    states)."""
+    states whose ``SequenceMatcher`` ratio reaches it (graph nodes use the merged states)."""
+    raw_state_groups: bool = False
+    """specs/graphgpo.md §2.2 [C] quirk: with similarity matching, form the per-source-state step
+    groups from the exact raw states (the reference) instead of the merged ones (default)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -203,10 +205,14 @@ def graph_advantages(batch: StepBatch, config: GraphGPOConfig) -> np.ndarray:
         return np.zeros(0, np.float64)
     graph = build_graph(batch, config)
     rewards = graph_rewards(batch, graph, distances(graph), config)
+    if config.raw_state_groups and config.similarity_threshold is not None:
+        sources, n_sources = dense_codes(batch.step_group, batch.state)
+    else:
+        sources, n_sources = graph.src, graph.n_nodes
     adv = group_zscore(
         rewards,
-        graph.src,
-        graph.n_nodes,
+        sources,
+        n_sources,
         norm=config.norm,
         ddof=config.ddof,
         eps=config.eps,
