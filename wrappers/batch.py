@@ -6,7 +6,8 @@ This module holds:
   states and actions; float64 rewards), built once from :class:`~agentenvs.core.Trajectory`
   objects by :meth:`StepBatch.from_trajectories` or directly from arrays (benchmarks, learners).
 * :func:`hashable_key` - turn a state key (text, bytes, numpy array, list, dict) into a hashable value.
-* :func:`action_signature` / :func:`default_signature` - what identifies an action / a step.
+* :func:`action_signature`, :func:`default_signature`, :func:`state_signature` - what identifies an
+  action / a step.
 * :func:`estimate_trajectories` - the shared ``estimate`` driver: build a batch, run a flat-array
   estimator, split the result back per trajectory.
 
@@ -38,6 +39,7 @@ __all__ = [
     "INVALID_ACTION",
     "action_signature",
     "default_signature",
+    "state_signature",
     "hashable_key",
     "estimate_trajectories",
 ]
@@ -95,6 +97,11 @@ def default_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, Hashable
     return steps[t].state_key, action_signature(steps[t])
 
 
+def state_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, Hashable]:
+    """``(steps[t].state_key, 0)``: for estimators that never look at actions (cheaper to build)."""
+    return steps[t].state_key, 0
+
+
 class _Codebook:
     """Dense integer codes for hashable keys; ``None`` gets a fresh code each time."""
 
@@ -106,8 +113,11 @@ class _Codebook:
         if key is None:
             self.keys.append(None)
             return len(self.keys) - 1
-        hk = hashable_key(key)
-        code = self.codes.get(hk)
+        try:  # hashable keys (text, numbers, tuples of those) need no conversion
+            hk, code = key, self.codes.get(key)
+        except TypeError:
+            hk = hashable_key(key)
+            code = self.codes.get(hk)
         if code is None:
             code = self.codes[hk] = len(self.keys)
             self.keys.append(key)
@@ -298,7 +308,7 @@ def estimate_trajectories(
     trajectories: Sequence[Trajectory],
     estimate_batch: Callable[[StepBatch, Any], np.ndarray],
     config: Any,
-    signature: Signature | None = None,
+    signature: Signature = state_signature,
 ) -> list[np.ndarray]:
     """Run a flat-array estimator on trajectories; one float64 array of advantages per trajectory."""
     trajectories = list(trajectories)

@@ -20,7 +20,7 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers import gigpo, graphgpo, grpo, rtmc
-from wrappers.batch import StepBatch
+from wrappers.batch import StepBatch, default_signature, state_signature
 
 __all__ = ["CreditMethod", "METHODS", "get_method", "assign_advantages"]
 
@@ -84,7 +84,7 @@ def assign_advantages(
     if not trajectories:
         return
     index = [i for i, g in enumerate(groups) for _ in g]
-    signature = getattr(config, "signature", None)
+    signature = (config.signature or default_signature) if method == "rtmc" else state_signature
     batch = StepBatch.from_trajectories(trajectories, signature=signature, groups=index)
     advantages = _BATCH_ESTIMATORS[method](batch, config)
     for traj, adv in zip(trajectories, batch.split(advantages), strict=True):

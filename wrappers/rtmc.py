@@ -182,4 +182,6 @@ def estimate(
 ) -> list[np.ndarray]:
     """RTMC advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
     config = config or RTMCConfig()
-    return estimate_trajectories(trajectories, estimate_batch, config, signature=config.signature)
+    return estimate_trajectories(
+        trajectories, estimate_batch, config, config.signature or default_signature
+    )
