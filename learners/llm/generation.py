@@ -1,0 +1,220 @@
+"""Batched sampling backends: HF ``generate`` (CPU or GPU) and vLLM (GPU, optional).
+
+This module holds:
+
+* :class:`Sample` - one response: token ids (ending with the stop token when it stopped), the
+  per-token log-probabilities of the sampling policy, and the decoded text.
+* :class:`HFGenerator` - left-padded batches through ``model.generate``.
+* :class:`VLLMGenerator` - ``vllm.LLM`` with in-place weight sync after each update.
+* :func:`trim_response` and :func:`samples_from_vllm` - the backend-independent bookkeeping.
+
+Log-probabilities are ``log softmax(logits / temperature)`` of the sampled token (the full,
+temperature-scaled distribution; with ``top_p < 1`` this is the distribution before truncation, as
+verl's recomputed ``old_log_prob``). Greedy decoding reports temperature-1 log-probabilities.
+
+>>> trim_response([7, 8, 2, 0, 0], [-0.1, -0.2, -0.3, 0.0, 0.0], stop_ids=[2], pad_id=0)
+([7, 8, 2], [-0.1, -0.2, -0.3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from learners.llm.policy import Policy
+
+__all__ = ["Sample", "HFGenerator", "VLLMGenerator", "trim_response", "samples_from_vllm"]
+
+
+@dataclass
+class Sample:
+    """One sampled response: ``token_ids`` and ``logprobs`` have the same length."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    text: str
+
+
+def trim_response(
+    token_ids: Sequence[int], logprobs: Sequence[float], stop_ids: Sequence[int], pad_id: int
+) -> tuple[list[int], list[float]]:
+    """Cut a generated row after its first stop token (kept), or drop trailing padding."""
+    ids = list(token_ids)
+    for i, t in enumerate(ids):
+        if t in stop_ids:
+            return ids[: i + 1], list(logprobs[: i + 1])
+    end = len(ids)
+    while end > 0 and ids[end - 1] == pad_id:
+        end -= 1
+    return ids[:end], list(logprobs[:end])
+
+
+class HFGenerator:
+    """Sample with ``transformers`` ``generate`` in chunks of ``batch_size`` prompts.
+
+    Args:
+        policy: the policy to sample from (its current weights; nothing to sync).
+        max_new_tokens: response budget in tokens.
+        temperature: sampling temperature; 0 means greedy.
+        top_p: nucleus sampling mass (1.0 = off).
+        batch_size: prompts per ``generate`` call (bounds memory).
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        max_new_tokens: int = 64,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        batch_size: int = 32,
+    ) -> None:
+        self.policy = policy
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.batch_size = batch_size
+
+    def sync_weights(self) -> None:
+        """Nothing to do: HF generation uses the training model itself."""
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[Sequence[int]], *, greedy: bool = False) -> list[Sample]:
+        out: list[Sample] = []
+        for start in range(0, len(prompts), self.batch_size):
+            out.extend(self._generate_chunk(prompts[start : start + self.batch_size], greedy))
+        return out
+
+    def _generate_chunk(self, prompts: Sequence[Sequence[int]], greedy: bool) -> list[Sample]:
+        from transformers import GenerationConfig
+
+        policy = self.policy
+        pad = policy.pad_id
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
+            attn[i, width - len(p) :] = 1
+        sample = not greedy and self.temperature > 0
+        config = GenerationConfig(
+            max_new_tokens=self.max_new_tokens,
+            do_sample=sample,
+            temperature=self.temperature if sample else None,
+            top_p=self.top_p if sample else None,
+            top_k=None,
+            eos_token_id=policy.stop_ids,
+            pad_token_id=pad,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+        was_training = policy.model.training
+        policy.model.eval()
+        try:
+            result = policy.model.generate(
+                input_ids=ids.to(policy.device),
+                attention_mask=attn.to(policy.device),
+                generation_config=config,
+            )
+        finally:
+            policy.model.train(was_training)
+        tokens = result.sequences[:, width:].cpu()
+        temp = self.temperature if sample else 1.0
+        logits = torch.stack(result.logits, dim=1).float().cpu()  # (B, T, V)
+        logp = torch.log_softmax(logits / temp, dim=-1)
+        logp = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        samples = []
+        for row_ids, row_lp in zip(tokens.tolist(), logp.tolist(), strict=True):
+            kept, lps = trim_response(row_ids, row_lp, policy.stop_ids, pad)
+            text = policy.tokenizer.decode(kept, skip_special_tokens=True)
+            samples.append(Sample(kept, lps, text))
+        return samples
+
+
+def samples_from_vllm(outputs: Sequence[Any], decode) -> list[Sample]:
+    """Convert ``vllm.RequestOutput`` objects (``logprobs=0`` requested) into :class:`Sample` objects.
+
+    ``decode`` maps token ids to text (the tokenizer's, special tokens skipped).
+    """
+    samples = []
+    for request in outputs:
+        completion = request.outputs[0]
+        ids = list(completion.token_ids)
+        lps = [float(step[tok].logprob) for tok, step in zip(ids, completion.logprobs, strict=True)]
+        samples.append(Sample(ids, lps, decode(ids)))
+    return samples
+
+
+class VLLMGenerator:
+    """Sample with vLLM on a GPU; call :meth:`sync_weights` after every optimizer step.
+
+    Args:
+        policy: the training policy (its tokenizer decodes; its weights are pushed to vLLM).
+        model_path: the HF directory vLLM loads initially (the same weights as ``policy``).
+        gpu_memory_utilization: share of GPU memory vLLM may take (the trainer needs the rest).
+        Other arguments as :class:`HFGenerator`.
+
+    Raises:
+        ImportError: with install instructions when vLLM is not installed.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        model_path: str,
+        *,
+        max_new_tokens: int = 64,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        gpu_memory_utilization: float = 0.4,
+        seed: int = 0,
+    ) -> None:
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as exc:
+            raise ImportError(
+                "the vLLM backend needs vllm on a CUDA machine (pip install vllm); "
+                "use --backend hf on CPU"
+            ) from exc
+        self.policy = policy
+        self._params = SamplingParams
+        self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
+        self.llm = LLM(
+            model=str(model_path),
+            gpu_memory_utilization=gpu_memory_utilization,
+            seed=seed,
+            enable_prefix_caching=True,
+        )
+
+    def sync_weights(self) -> None:
+        """Push the policy's current weights into the vLLM engine (LoRA merged first)."""
+        model = self.policy.model
+        if hasattr(model, "merge_and_unload"):
+            import copy
+
+            model = copy.deepcopy(model).merge_and_unload()
+        weights = [(k, v.detach()) for k, v in model.state_dict().items()]
+
+        def load(worker: Any) -> None:
+            worker.model_runner.model.load_weights(weights)
+
+        self.llm.collective_rpc(load)
+        self.llm.reset_prefix_cache()
+
+    def generate(self, prompts: Sequence[Sequence[int]], *, greedy: bool = False) -> list[Sample]:
+        params = self._params(
+            n=1,
+            temperature=0.0 if greedy else self.temperature,
+            top_p=1.0 if greedy else self.top_p,
+            max_tokens=self.max_new_tokens,
+            logprobs=0,
+            stop_token_ids=self.policy.stop_ids,
+        )
+        requests = [{"prompt_token_ids": list(p)} for p in prompts]
+        outputs = self.llm.generate(requests, params, use_tqdm=False)
+        return samples_from_vllm(
+            outputs, lambda ids: self.policy.tokenizer.decode(ids, skip_special_tokens=True)
+        )

@@ -1,0 +1,134 @@
+"""Run bookkeeping: metrics to CSV and TensorBoard, summaries of rollouts, the learning-curve PNG.
+
+This module holds :class:`MetricsLogger`, :func:`rollout_metrics` (success, return, valid-action
+rate and step-advantage statistics of a list of groups) and :func:`plot_learning_curve`.
+
+>>> from agentenvs.core import Step, Trajectory
+>>> t = Trajectory("t", "g", [Step("o", "a", -0.1, action_valid=False, advantage=1.0),
+...                           Step("o", "b", 10.9, advantage=-1.0)], success=True)
+>>> m = rollout_metrics([[t]])
+>>> m["success_rate"], m["valid_action_rate"], m["adv_mean"], m["adv_std"]
+(1.0, 0.5, 0.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentenvs.core.trajectory import Trajectory
+
+__all__ = ["MetricsLogger", "rollout_metrics", "plot_learning_curve"]
+
+
+def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") -> dict[str, float]:
+    """Success rate, mean return and length, valid-action rate, and advantage mean/std/|A|/zero share."""
+    trajs = [t for g in groups for t in g]
+    steps = [s for t in trajs for s in t.steps]
+    adv = np.array([s.advantage for s in steps if s.advantage is not None], dtype=np.float64)
+    out = {
+        "success_rate": float(np.mean([t.success for t in trajs])) if trajs else math.nan,
+        "return_mean": float(np.mean([t.total_return for t in trajs])) if trajs else math.nan,
+        "episode_len": float(np.mean([len(t) for t in trajs])) if trajs else math.nan,
+        "valid_action_rate": float(np.mean([s.action_valid for s in steps])) if steps else math.nan,
+    }
+    if adv.size:
+        out.update(
+            adv_mean=float(adv.mean()),
+            adv_std=float(adv.std()),
+            adv_abs_mean=float(np.abs(adv).mean()),
+            adv_zero_frac=float(np.mean(adv == 0.0)),
+        )
+    return {f"{prefix}{k}": v for k, v in out.items()}
+
+
+class MetricsLogger:
+    """One CSV row per logged iteration in ``out_dir/metrics.csv`` and, if available, TensorBoard.
+
+    The CSV header is the union of all keys seen (the file is rewritten when a new key appears;
+    missing cells are empty). An existing file is read back, so a resumed run keeps appending.
+    """
+
+    def __init__(self, out_dir: str | Path, tensorboard: bool = True) -> None:
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.csv_path = self.out_dir / "metrics.csv"
+        self.rows: list[dict[str, float]] = []
+        if self.csv_path.exists():
+            with self.csv_path.open() as f:
+                self.rows = [
+                    {k: float(v) for k, v in r.items() if v not in ("", None)}
+                    for r in csv.DictReader(f)
+                ]
+        self._fields = list(dict.fromkeys(k for r in self.rows for k in r))
+        self._tb = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.out_dir / "tensorboard"))
+            except ImportError:
+                warnings.warn("tensorboard is not installed; logging to CSV only", stacklevel=2)
+
+    def log(self, iteration: int, metrics: dict[str, float]) -> None:
+        """Record ``metrics`` (floats) for ``iteration``."""
+        row = {"iteration": float(iteration), **{k: float(v) for k, v in metrics.items()}}
+        self.rows.append(row)
+        fresh = [k for k in row if k not in self._fields]
+        self._fields += fresh
+        rewrite = bool(fresh) or not self.csv_path.exists()
+        with self.csv_path.open("w" if rewrite else "a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self._fields)
+            if rewrite:
+                writer.writeheader()
+                writer.writerows(self.rows)
+            else:
+                writer.writerow(row)
+        if self._tb is not None:
+            for key, value in metrics.items():
+                if math.isfinite(value):
+                    self._tb.add_scalar(key, value, iteration)
+            self._tb.flush()
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def plot_learning_curve(rows: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
+    """Plot train success / valid-action rate and eval success per iteration; ``None`` without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warnings.warn("matplotlib is not installed; no learning-curve PNG", stacklevel=2)
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for key, label in (
+        ("success_rate", "train success"),
+        ("valid_action_rate", "train valid-action rate"),
+        ("eval/success_rate", "eval success (greedy)"),
+        ("eval/valid_action_rate", "eval valid-action rate"),
+    ):
+        pts = [(r["iteration"], r[key]) for r in rows if key in r and math.isfinite(r[key])]
+        if pts:
+            xs, ys = zip(*pts, strict=True)
+            ax.plot(xs, ys, marker="o" if key.startswith("eval") else None, label=label)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("rate")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,153 @@
+"""The LLM policy: a causal LM, its tokenizer and chat template, and the response-token forward pass.
+
+This module holds:
+
+* :class:`Policy` - model + tokenizer + device; :meth:`Policy.chat_ids` renders one user message
+  with the chat template (generation prompt appended) into token ids.
+* :func:`load_policy` - load a local HF model directory (optionally wrapped in a LoRA adapter).
+* :func:`collate` - pack (prompt, response) pairs: prompts left-padded so every response starts at
+  the same column, responses right-padded.
+* :func:`response_logits` - the logits that predict each response token, ``(B, T, V)``, without
+  computing the LM head over the prompt.
+
+>>> from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+>>> tok = build_tiny_tokenizer()
+>>> policy = Policy(build_tiny_model(tok), tok)
+>>> batch = collate([[5, 6, 7], [8]], [[9], [10, 11]], pad_id=0)
+>>> batch.input_ids.tolist(), batch.response_mask.tolist()
+([[5, 6, 7, 9, 0], [0, 0, 8, 10, 11]], [[1.0, 0.0], [1.0, 1.0]])
+>>> tuple(response_logits(policy.model, batch).shape) == (2, 2, len(tok))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = ["Policy", "PackedBatch", "load_policy", "collate", "response_logits"]
+
+
+@dataclass
+class Policy:
+    """A causal LM with its tokenizer; ``device`` is where the model lives."""
+
+    model: Any
+    tokenizer: Any
+    device: str = "cpu"
+
+    def chat_ids(
+        self, prompt: str, examples: Sequence[dict[str, str]] = (), response_prefix: str = ""
+    ) -> list[int]:
+        """Token ids of ``examples`` turns + ``prompt`` as a user turn + the generation prompt.
+
+        ``response_prefix`` (e.g. ``"<think>"``) is appended after the generation prompt: the
+        model continues from it.
+        """
+        messages = [*examples, {"role": "user", "content": prompt}]
+        ids = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True
+        )
+        if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding
+            ids = ids["input_ids"]
+        prefix = (
+            self.tokenizer.encode(response_prefix, add_special_tokens=False)
+            if response_prefix
+            else []
+        )
+        return list(ids) + list(prefix)
+
+    @property
+    def stop_ids(self) -> list[int]:
+        """Token ids that end a response (the tokenizer's and the model config's EOS)."""
+        ids = {self.tokenizer.eos_token_id}
+        eos = getattr(self.model.generation_config, "eos_token_id", None)
+        ids.update(eos if isinstance(eos, list) else [eos])
+        return sorted(i for i in ids if i is not None)
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return self.tokenizer.eos_token_id if pad is None else pad
+
+
+def load_policy(
+    path: str | Path,
+    *,
+    device: str = "cpu",
+    dtype: torch.dtype = torch.float32,
+    lora_rank: int = 0,
+    lora_alpha: int = 32,
+) -> Policy:
+    """Load a local HF model directory; ``lora_rank > 0`` wraps it in a peft LoRA adapter.
+
+    With LoRA only the adapter trains and the reference policy is the base model (adapter disabled).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, local_files_only=True)
+    if lora_rank > 0:
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as exc:
+            raise ImportError("LoRA needs peft: pip install 'agentenvs[llm]'") from exc
+        config = LoraConfig(
+            r=lora_rank, lora_alpha=lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+        model = get_peft_model(model, config)
+    return Policy(model.to(device), tokenizer, device)
+
+
+@dataclass
+class PackedBatch:
+    """Prompts left-padded to ``prompt_len`` columns, responses right-padded after them.
+
+    Attributes:
+        input_ids, attention_mask, position_ids: ``(B, prompt_len + T)`` long tensors.
+        response_ids: ``(B, T)`` long; ``response_mask``: ``(B, T)`` float, 1.0 on real tokens.
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    response_ids: torch.Tensor
+    response_mask: torch.Tensor
+    prompt_len: int
+
+    def to(self, device: str) -> PackedBatch:
+        moved = {k: v.to(device) for k, v in vars(self).items() if isinstance(v, torch.Tensor)}
+        return PackedBatch(**moved, prompt_len=self.prompt_len)
+
+
+def collate(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> PackedBatch:
+    """Pack pairs so all responses start at column ``max(len(prompt))`` (see :class:`PackedBatch`)."""
+    if len(prompts) != len(responses) or not prompts:
+        raise ValueError("need as many responses as prompts, at least one")
+    p_len = max(len(p) for p in prompts)
+    r_len = max(1, max(len(r) for r in responses))
+    ids = torch.full((len(prompts), p_len + r_len), pad_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for i, (p, r) in enumerate(zip(prompts, responses, strict=True)):
+        ids[i, p_len - len(p) : p_len] = torch.as_tensor(list(p), dtype=torch.long)
+        ids[i, p_len : p_len + len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+        attn[i, p_len - len(p) : p_len + len(r)] = 1
+    positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    return PackedBatch(ids, attn, positions, ids[:, p_len:], attn[:, p_len:].float(), p_len)
+
+
+def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
+    """Logits predicting each response token, ``(B, T, V)`` (the LM head runs on ``T + 1`` columns)."""
+    t = batch.response_ids.shape[1]
+    out = model(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids,
+        logits_to_keep=t + 1,
+        use_cache=False,
+    )
+    return out.logits[:, :-1]

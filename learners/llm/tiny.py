@@ -1,0 +1,133 @@
+"""A tiny random causal LM and a byte-level BPE tokenizer trained in code, for tests and ``--model tiny``.
+
+This module holds :func:`build_tiny_tokenizer`, :func:`build_tiny_model` and :func:`save_tiny`.
+
+Nothing is downloaded: the tokenizer is trained on a fixed in-code corpus (the action-format words
+and the Sokoban/ALFWorld vocabulary), the model is a Qwen2 architecture initialised from a seed.
+
+>>> tok = build_tiny_tokenizer()
+>>> ids = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True)
+>>> tok.decode(ids)
+'<|im_start|>user\\nhi<|im_end|>\\n<|im_start|>assistant\\n'
+>>> model = build_tiny_model(tok, seed=0)
+>>> model.config.vocab_size == len(tok), model.num_parameters() < 1_000_000
+(True, True)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["CHAT_TEMPLATE", "build_tiny_tokenizer", "build_tiny_model", "save_tiny"]
+
+#: ChatML, the template of Qwen2 and SmolLM2 (no default system prompt).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+_CORPUS = [
+    "<think> I should push the box onto the target. </think> <action> up </action>",
+    "<think> The box is left of the target, so I move right. </think> <action> right </action>",
+    "<think> down </think> <action> down </action> <think> left </think> <action> left </action>",
+    "You are an expert agent operating in the Sokoban environment. Walls (#) Floor (_) Targets (O) "
+    "Boxes (X) Player (P) Box on Target (\u221a) Player on Target (S). Your admissible actions are "
+    '["up", "down", "left", "right"]. Now it\'s your turn to make a move.',
+    " # \t _ \t O \t X \t P \t S \t \u221a \t\n",
+    "You are an expert agent operating in the ALFRED Embodied Environment. Your task is to: put a "
+    "clean mug in the coffeemachine. go to countertop 1, take mug 1 from countertop 1, open "
+    "fridge 1, look, inventory, examine, clean, heat, cool, use desklamp 1.",
+    "Prior to this step, you have already taken 3 step(s). Below are the most recent 2 "
+    "observations and the corresponding actions you took: [Observation 1: '...', Action 1: 'up']",
+    "Invalid action: no <action>...</action> block. Nothing happens.",
+]
+
+
+def _corpus() -> list[str]:
+    """The fixed training text: the snippets above plus rendered Sokoban and ALFWorld prompts."""
+    from learners.llm.prompts import ALFWorldPrompt, EpisodeMemory, SokobanPrompt
+
+    memory = EpisodeMemory([(" # \t _ \t P \t", "Up")])
+    grid = "\n".join([" # \t _ \t X \t O \t P \t # \t"] * 6)
+    prompts = [
+        SokobanPrompt().prompt(EpisodeMemory(), grid, {}),
+        SokobanPrompt().prompt(memory, grid, {}),
+        ALFWorldPrompt().prompt(memory, "You see a desk 1.", {"admissible_actions": ["look"]}),
+    ]
+    return (_CORPUS + prompts) * 4
+
+
+def build_tiny_tokenizer(vocab_size: int = 512):
+    """A byte-level BPE ``PreTrainedTokenizerFast`` (vocab ``vocab_size``) with ChatML tokens.
+
+    ``eos`` and ``pad`` are ``<|im_end|>`` and ``<|endoftext|>``; any unicode text round-trips.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=_SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    core.train_from_iterator(_corpus(), trainer=trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def build_tiny_model(
+    tokenizer, *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4
+):
+    """A random ``Qwen2ForCausalLM`` sized to ``tokenizer`` (fp32, eval mode, tied embeddings).
+
+    Defaults give ~0.2M parameters: a forward/backward over a few hundred tokens takes milliseconds.
+    """
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        model = Qwen2ForCausalLM(config)
+    finally:
+        torch.random.set_rng_state(state)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model.eval()
+
+
+def save_tiny(path: str | Path, *, seed: int = 0, **model_kwargs) -> Path:
+    """Build the tiny tokenizer and model and save both to ``path`` (an HF model directory)."""
+    path = Path(path)
+    tok = build_tiny_tokenizer()
+    build_tiny_model(tok, seed=seed, **model_kwargs).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
