@@ -2,16 +2,21 @@
 
 Usage: ``python benchmarks/credit.py [--sizes 1000 14000 57000 100000 1000000] [--ref-max 60000]``
 
-The fast side is each module's ``estimate_batch`` on a flat :class:`wrappers.batch.StepBatch`
-(default configs). The reference side, written below, is a straightforward per-step
-implementation of the same maths over Python records, with per-trajectory and per-group dict
-lookups like the reference stack (verl-agent); the GiGPO one locates each trajectory and group with
-``np.where`` over the whole batch as that stack does, so it grows quadratically and is only run up
-to ``--ref-max`` steps. On every size where both run, the script asserts they agree (allclose) and
-prints the ratio. Data: groups of 8 trajectories of 5-50 steps over a pool of 24 states per group
-(so states recur within and across trajectories), ~40% successes, 5% invalid steps.
+The fast side is each module's ``estimate_batch`` on a flat :class:`wrappers.batch.StepBatch`,
+with the configs in :data:`REFERENCES` (defaults, except that the episode term uses the reference
+stack's cross-steps statistics so both sides compute the same numbers). The reference side,
+written below, is a per-step implementation of the same maths shaped like the reference stack
+(verl-agent): step rows, torch scalars normalised in per-row Python loops, per-trajectory returns
+found with ``np.where`` over the whole batch and recombined row by row (quadratic, so it runs only
+up to ``--ref-max`` steps); GraphGPO adds the recipe's dict-of-lists graph and heap Dijkstra. RTMC
+has no public code, so its reference is a lean per-group dict implementation of the paper. A third
+column times ``assign_advantages`` on :class:`~agentenvs.core.Trajectory` objects (text keys and
+tagged LLM answers: key factorisation and action parsing included). Every pair that runs is
+asserted allclose.
 
-Prints a markdown table; the default sizes take about a minute on one core.
+Data: groups of 8 trajectories of 5-50 steps over a pool of 24 states per group (so states recur
+within and across trajectories), ~40% successes, 5% invalid steps. Prints a markdown table; the
+default sizes take well under a minute on one core (the reference needs torch).
 """
 
 from __future__ import annotations
