@@ -205,3 +205,21 @@ def test_vector_wrapper_needs_a_grouped_env():
     with pytest.raises(ValueError, match="NEXT_STEP"):
         VectorCreditWrapper(agentenvs.GroupedVectorEnv(same_step, 2), "grpo")
     same_step.close()
+
+
+@pytest.mark.slow
+def test_graph_wrapper_on_alfworld():
+    """The DESIGN.md env: a group of 8 ALFWorld episodes (short budget) replays one game."""
+    pytest.importorskip("alfworld")
+    rng = np.random.default_rng(0)
+    env = GraphCreditWrapper(gym.make("agentenvs/ALFWorld-v0", max_steps=5), group_size=8)
+    obs, info = env.reset(seed=0)
+    group = None
+    while group is None:
+        action = tagged(str(rng.choice(info["admissible_actions"])))
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            group = info.get("credit")
+            obs, info = env.reset()
+    check_group(group, 8)
+    assert all(len(t) <= 5 for t in group)
