@@ -178,8 +178,26 @@ def test_graph_and_gigpo_disagree_on_detour_and_shortcut():
 
 
 # -- §7.4 invalid action ---------------------------------------------------------------------------
+def test_reference_preset():
+    cfg = GraphGPOConfig.reference(distance_discount=0.5, eps=0.0)
+    assert (cfg.episode_norm, cfg.penalty_scope, cfg.reward_convention) == (
+        "cross_steps",
+        "step",
+        "reference",
+    )
+    assert (
+        not cfg.zero_graph_adv_if_no_success
+        and cfg.raw_state_groups
+        and cfg.distance_discount == 0.5
+    )
+    assert (
+        GiGPOConfig.reference().episode_norm == "cross_steps"
+        and GiGPOConfig.reference().gamma == 0.95
+    )
+
+
 def test_invalid_reference_semantics():
-    cfg = toy_cfg(reward_convention="reference", episode_norm="cross_steps", penalty_scope="step")
+    cfg = GraphGPOConfig.reference(distance_discount=0.5, eps=0.0)
     batch = StepBatch.from_trajectories(toy_group(invalid_tau3_t3=True))
     ag = graphgpo.graph_advantages(batch, cfg)
     x_steps = [10, 11, 12, 15, 16, 17]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -83,6 +84,12 @@ class GraphGPOConfig(GRPOConfig):
     raw_state_groups: bool = False
     """specs/graphgpo.md §2.2 [C] quirk: with similarity matching, form the per-source-state step
     groups from the exact raw states (the reference) instead of the merged ones (default)."""
+
+    REFERENCE_FIELDS: ClassVar[dict[str, Any]] = {
+        "reward_convention": "reference",
+        "zero_graph_adv_if_no_success": False,
+        "raw_state_groups": True,
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()

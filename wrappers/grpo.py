@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -67,6 +68,26 @@ class GRPOConfig:
     invalid_penalty: float = 0.1
     """specs/graphgpo.md §2.11: the per-invalid-step penalty used by ``penalty_scope="step"`` (and by
     GraphGPO's ``invalid_penalty_on_graph``)."""
+
+    #: Field values of the reference stack (verl-agent) that differ from the defaults; subclasses add
+    #: theirs. See :meth:`reference`.
+    REFERENCE_FIELDS: ClassVar[dict[str, Any]] = {
+        "episode_norm": "cross_steps",
+        "penalty_scope": "step",
+    }
+
+    @classmethod
+    def reference(cls, **overrides: Any):
+        """This config with the reference stack's conventions (specs/graphgpo.md §2.13, compat.md
+        §3.1/§3.6), e.g. ``GraphGPOConfig.reference(distance_discount=0.5)``.
+
+        >>> GRPOConfig.reference().episode_norm
+        'cross_steps'
+        """
+        fields: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            fields.update(vars(klass).get("REFERENCE_FIELDS", {}))
+        return cls(**{**fields, **overrides})
 
     def __post_init__(self) -> None:
         _check_choice("episode_norm", self.episode_norm, EPISODE_NORMS)
