@@ -52,9 +52,9 @@ class CreditWrapper(gym.Wrapper):
         config: the method's config (default config when ``None``).
         method: a key of :data:`wrappers.METHODS`; the named subclasses fix it.
 
-    Resetting in the middle of an episode abandons that episode (it is not part of the group) and
-    replays the group's task. An explicit ``options["task_id"]`` that contradicts the group's task
-    raises ``ValueError``.
+    Resetting in the middle of an episode abandons that episode (it is not part of any group); once
+    a group has a finished episode, every reset replays its task. An explicit
+    ``options["task_id"]`` that contradicts the group's task raises ``ValueError``.
     """
 
     method = "grpo"
