@@ -183,7 +183,7 @@ def test_vector_form_over_group_vec_env(method):
     per_block_episode: dict = {}
     for group in emitted:
         check_group(group, group_size)
-        block, episode = group[0].group_id.split("#b")[1].split("e")
+        block, episode = group[0].group_id.split("#r1b")[1].split("e")
         per_block_episode[(int(block), int(episode))] = group
         for j, traj in enumerate(group):
             assert len(traj) == lengths[(int(block) * group_size + j, int(episode))]

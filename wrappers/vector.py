@@ -76,6 +76,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         self.method = method
         _, self.config = get_method(method, config)
         self.group_size = group_size
+        self._resets = 0
         self._clear()
         self._ready: list[list[Trajectory]] = []
 
@@ -87,6 +88,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         obs, infos = self.env.reset(seed=seed, options=options)
+        self._resets += 1
         self._clear()
         for i in range(self.num_envs):
             self._recorders[i].begin(obs[i], _sub_info(infos, i))
@@ -130,7 +132,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
                 "build the env with agentenvs.make_group_vec_env"
             )
         for j, t in enumerate(group):
-            t.group_id, t.traj_id = f"{t.task_id}#b{block}e{k}", str(j)
+            t.group_id, t.traj_id = f"{t.task_id}#r{self._resets}b{block}e{k}", str(j)
         assign_advantages([group], self.method, self.config)
         self._ready.append(group)
         return group
