@@ -10,9 +10,9 @@ state are normalised against each other (singleton: 0), and
 
 This module holds :class:`GraphGPOConfig`, :func:`build_graph`, :func:`distances`,
 :func:`graph_rewards`, :func:`graph_advantages`, :func:`diagnostics`, :func:`estimate_batch` and
-:func:`estimate`. All groups are solved at
-once: one multi-source BFS over the union of the group graphs (their nodes are (group, state)
-pairs, so graphs never mix), O(n) numpy work per BFS level.
+:func:`estimate`. All groups are solved at once: one multi-source BFS over the union of the group
+graphs (their nodes are (group, state) pairs, so graphs never mix); the reverse adjacency is built
+with a radix sort and each BFS level costs O(edges into the frontier).
 
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(path, won):
