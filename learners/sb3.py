@@ -194,7 +194,7 @@ class CreditPPO(PPO):
         **kwargs: Any,
     ) -> None:
         super().__init__(policy, env, _init_setup_model=False, **kwargs)
-        self.credit = _credit_method(self.env)
+        self.credit = "gae" if self.env is None else _credit_method(self.env)
         if self.credit != "gae":
             if isinstance(self.observation_space, spaces.Dict):
                 raise ValueError("CreditPPO supports Box/Discrete observations, not Dict spaces")
@@ -207,6 +207,20 @@ class CreditPPO(PPO):
         self._rollouts = 0
         if _init_setup_model:
             self._setup_model()
+
+    def _excluded_save_params(self) -> list[str]:
+        """Pending steps belong to the envs' open groups; they are not saved."""
+        return [*super()._excluded_save_params(), "_pending", "_ready"]
+
+    def set_env(self, env: gym.Env | VecEnv, force_reset: bool = True) -> None:
+        """Switch to ``env`` (same credit method); pending steps of the old env are dropped."""
+        super().set_env(env, force_reset)
+        credit = _credit_method(self.env)
+        if credit != self.credit:
+            raise ValueError(
+                f"the model trains with credit {self.credit!r}, the env gives {credit!r}"
+            )
+        self._pending, self._ready = None, []
 
     def _setup_learn(
         self,
@@ -413,6 +427,8 @@ def evaluate_success(
     Returns:
         bool array ``(len(task_ids),)``.
     """
+    if len(task_ids) == 0:
+        return np.zeros(0, dtype=bool)
     envs = [make_env() for _ in range(min(batch, len(task_ids)))]
     won = np.zeros(len(task_ids), dtype=bool)
     try:

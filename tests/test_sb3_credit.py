@@ -103,6 +103,21 @@ def test_short_training_runs_and_relearn_after_reset() -> None:
     assert model.num_timesteps >= 128
 
 
+def test_save_load_and_set_env(tmp_path) -> None:
+    env = make_credit_vec_env(ENV_ID, "rtmc", n_envs=2, group_size=2, seed=0)
+    model = CreditPPO("MlpPolicy", env, **SMALL).learn(64)
+    model.save(tmp_path / "model.zip")
+    loaded = CreditPPO.load(tmp_path / "model.zip", env=env)
+    assert loaded.credit == "rtmc" and loaded._pending is None
+    for a, b in zip(
+        model.policy.state_dict().values(), loaded.policy.state_dict().values(), strict=True
+    ):
+        assert th.equal(a, b)
+    loaded.learn(64)
+    with pytest.raises(ValueError, match="credit"):
+        loaded.set_env(make_credit_vec_env(ENV_ID, "gae", n_envs=2))
+
+
 def test_gae_mode_is_plain_ppo() -> None:
     def make() -> object:
         return make_vec_env(ENV_ID, n_envs=2, seed=0)
