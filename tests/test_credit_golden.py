@@ -261,6 +261,14 @@ def test_rtmc_tree_alpha2():
     np.testing.assert_allclose(flat(out), flat(expected), atol=TOL)
 
 
+def test_rtmc_diagnostics():
+    diag = rtmc.diagnostics(StepBatch.from_trajectories(rtmc_group()), RTMCConfig(gamma=1.0))
+    assert diag["prior"].tolist() == [0.5] and diag["uniform"].tolist() == [False]
+    assert diag["n_sa"][:4].tolist() == [3, 2, 1, 1] and diag["n_s"][:4].tolist() == [4, 3, 2, 1]
+    np.testing.assert_allclose(diag["v"][:3], [0.5, 0.6, 0.75], atol=TOL)
+    np.testing.assert_allclose(diag["q"][:3], [2 / 3, 1.0, 1.0], atol=TOL)
+
+
 def test_rtmc_tree_alpha0():
     out = rtmc.estimate(rtmc_group(), RTMCConfig(gamma=1.0, alpha=0.0, normalize="none"))
     expected = [[1 / 6, 1 / 3, 0, 0], [1 / 6, 1 / 3, 0], [1 / 6, -2 / 3, 0, 0], [-0.5, 0, 0, 0]]

@@ -9,7 +9,8 @@ specs/rtmc.md §2 and §7.
 
 This module holds :class:`RTMCConfig`, the signature functions :func:`default_signature`
 (re-exported from :mod:`wrappers.batch`), :func:`prefix_signature` and
-:func:`cumulative_set_signature`, :func:`estimate_batch` and :func:`estimate`. Returns are
+:func:`cumulative_set_signature`, :func:`diagnostics`, :func:`estimate_batch` and
+:func:`estimate`. Returns are
 discounted sums of ``Step.reward`` (step rewards and any validation bonus are the environment's
 business).
 
@@ -46,6 +47,7 @@ __all__ = [
     "default_signature",
     "prefix_signature",
     "cumulative_set_signature",
+    "diagnostics",
     "estimate_batch",
     "estimate",
 ]
@@ -129,29 +131,33 @@ def _first_visits(batch: StepBatch, sa: np.ndarray, n_sa: int) -> np.ndarray:
     return counted
 
 
-def estimate_batch(batch: StepBatch, config: RTMCConfig | None = None) -> np.ndarray:
-    """RTMC advantages of a flat batch, float64 ``(n,)``.
+def diagnostics(batch: StepBatch, config: RTMCConfig | None = None) -> dict[str, np.ndarray]:
+    """Every quantity of the estimate (specs/rtmc.md §6.1), as arrays.
 
+    Per step: ``return`` (G_t), ``q`` (Q(s, a)), ``v`` (the smoothed V(s)), ``n_sa`` and ``n_s``
+    (first-visit counts), ``counted`` (the step entered the table) and ``advantage`` (the result).
+    Per group: ``prior`` (p) and ``uniform`` (all rollouts had one outcome).
     ``batch.state`` and ``batch.action`` hold the state and action signature codes.
     """
     config = config or RTMCConfig()
-    n = batch.n_steps
-    if n == 0:
-        return np.zeros(0, np.float64)
+    n, n_groups = batch.n_steps, batch.n_groups
     returns = discounted_returns(batch.reward, batch.offsets, config.gamma)
     group = batch.step_group
-    n_groups = batch.n_groups
     sa, n_sa = dense_codes(group, batch.state, batch.action)
     s, n_s = dense_codes(group, batch.state)
-    counted = (
-        _first_visits(batch, sa, n_sa) if config.visit_mode == "first_visit" else np.ones(n, bool)
-    )
+    if n and config.visit_mode == "first_visit":
+        counted = _first_visits(batch, sa, n_sa)
+    else:
+        counted = np.ones(n, bool)
     w = np.where(counted, returns, 0.0)
     c = counted.astype(np.float64)
-    q = np.bincount(sa, weights=w, minlength=n_sa) / np.bincount(sa, weights=c, minlength=n_sa)
+    count_sa = np.bincount(sa, weights=c, minlength=n_sa)
+    count_s = np.bincount(s, weights=c, minlength=n_s)
+    q = np.bincount(sa, weights=w, minlength=n_sa) / count_sa  # every code has a first visit
     traj_count = np.bincount(batch.traj_group, minlength=n_groups)
+    wins = np.bincount(batch.traj_group, weights=batch.success, minlength=n_groups)
     if config.prior == "success_rate":
-        prior_sum = np.bincount(batch.traj_group, weights=batch.success, minlength=n_groups)
+        prior_sum = wins
     else:
         starts = batch.offsets[:-1][batch.lengths > 0]
         prior_sum = np.bincount(group[starts], weights=returns[starts], minlength=n_groups)
@@ -159,22 +165,35 @@ def estimate_batch(batch: StepBatch, config: RTMCConfig | None = None) -> np.nda
     s_group = np.zeros(n_s, np.int64)
     s_group[s] = group
     ws = np.bincount(s, weights=w, minlength=n_s) + config.alpha * prior[s_group]
-    v = ws / (np.bincount(s, weights=c, minlength=n_s) + config.alpha)
+    v = ws / (count_s + config.alpha)
     adv = q[sa] - v[s]
     if config.normalize == "group_std":
-        count = np.bincount(group, minlength=n_groups)
-        mean = np.bincount(group, weights=adv, minlength=n_groups) / np.maximum(count, 1)
-        dev = adv - mean[group]
-        std = np.sqrt(
-            np.bincount(group, weights=dev * dev, minlength=n_groups) / np.maximum(count, 1)
-        )
-        scale = np.where(std < config.eps, 1.0, 1.0 / (std + config.eps))
-        adv = adv * scale[group]
+        size = np.maximum(np.bincount(group, minlength=n_groups), 1)
+        dev = adv - (np.bincount(group, weights=adv, minlength=n_groups) / size)[group]
+        std = np.sqrt(np.bincount(group, weights=dev * dev, minlength=n_groups) / size)
+        adv = adv * np.where(std < config.eps, 1.0, 1.0 / (std + config.eps))[group]
+    uniform = (wins == 0) | (wins == traj_count)
     if config.filter_uniform_groups:
-        wins = np.bincount(batch.traj_group, weights=batch.success, minlength=n_groups)
-        uniform = (wins == 0) | (wins == traj_count)
         adv[uniform[group]] = 0.0
-    return adv
+    return {
+        "return": returns,
+        "q": q[sa],
+        "v": v[s],
+        "n_sa": count_sa[sa],
+        "n_s": count_s[s],
+        "counted": counted,
+        "advantage": adv,
+        "prior": prior,
+        "uniform": uniform,
+    }
+
+
+def estimate_batch(batch: StepBatch, config: RTMCConfig | None = None) -> np.ndarray:
+    """RTMC advantages of a flat batch, float64 ``(n,)``.
+
+    ``batch.state`` and ``batch.action`` hold the state and action signature codes.
+    """
+    return diagnostics(batch, config)["advantage"]
 
 
 def estimate(
