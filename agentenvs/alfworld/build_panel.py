@@ -87,14 +87,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--timeout", type=float, default=30.0, help="planner time limit per game (s)")
     ap.add_argument("--cache", default=None, help="per-game cache dir (default: <out>.parts)")
+    ap.add_argument(
+        "--reverse",
+        action="store_true",
+        help="build from the last game (a second worker on the cache)",
+    )
     args = ap.parse_args(argv)
     cache = args.cache or args.out + ".parts"
     os.makedirs(cache, exist_ok=True)
     engine = make_engine()
     records = []
     positions = _positions(args.train, args.test)
+    order = range(len(positions) - 1, -1, -1) if args.reverse else range(len(positions))
     t0 = time.perf_counter()
-    for i, (task_type, k, split) in enumerate(positions):
+    for n, i in enumerate(order):
+        task_type, k, split = positions[i]
         part = os.path.join(cache, f"{args.seed}-{task_type}-{k:06d}-{split}.json")
         if os.path.exists(part):
             with open(part) as f:
@@ -105,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
                 f.write(encode_record(record))
             os.replace(part + ".tmp", part)
         records.append(record)
-        if (i + 1) % 20 == 0 or i + 1 == len(positions):
-            rate = (time.perf_counter() - t0) / (i + 1)
-            print(f"{i + 1}/{len(positions)} games, {rate:.2f} s/game", file=sys.stderr, flush=True)
+        if (n + 1) % 20 == 0 or n + 1 == len(positions):
+            rate = (time.perf_counter() - t0) / (n + 1)
+            print(f"{n + 1}/{len(positions)} games, {rate:.2f} s/game", file=sys.stderr, flush=True)
     records.sort(key=lambda r: (r["split"] != "train", r["id"]))
     write_panel(records, args.out)
     print(f"wrote {len(records)} games to {args.out}", file=sys.stderr)

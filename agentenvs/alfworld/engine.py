@@ -9,12 +9,25 @@ entity names, feedback and admissible commands are exactly ALFWorld's), :func:`l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["make_engine", "load_game_data", "replay", "solve", "PlannerTimeout"]
+__all__ = ["keep_argv", "make_engine", "load_game_data", "replay", "solve", "PlannerTimeout"]
+
+
+@contextlib.contextmanager
+def keep_argv() -> Iterator[None]:
+    """Restore ``sys.argv`` afterwards: fast_downward's PDDL translation overwrites it on every
+    game load and reset."""
+    saved = list(sys.argv)
+    try:
+        yield
+    finally:
+        sys.argv = saved
 
 
 class PlannerTimeout(RuntimeError):
@@ -49,11 +62,15 @@ def replay(engine: Any, commands: Sequence[str]) -> int | None:
 
 def _solve_child(engine: Any, game: Mapping, conn: Any) -> None:
     try:
-        engine.request_infos.policy_commands = True
+        from textworld.core import GameState
+
         engine.load(dict(game))
-        state = engine.reset()
-        engine.request_infos.policy_commands = False
-        won_at_reset, walkthrough = bool(state["won"]), list(state["policy_commands"])
+        pddl = engine.unwrapped
+        won_at_reset = bool(pddl._pddl_state.check_goal())
+        walkthrough = list(pddl._pddl_state.replan(pddl._entity_infos))
+        # PddlEnv.reset() minus its rebuild of the (still pristine) PDDL state: halves the cost
+        pddl.prev_state, pddl.state, pddl._last_action, pddl._moves = None, GameState(), None, 0
+        pddl._gather_infos()
         won_at = None
         for t, command in enumerate(walkthrough, 1):
             if engine.step(command)[0]["won"]:
@@ -69,7 +86,7 @@ def _solve_child(engine: Any, game: Mapping, conn: Any) -> None:
 def solve(engine: Any, game: Mapping, timeout: float = 30.0) -> tuple[bool, list[str], int | None]:
     """Ask the planner expert to solve ``game`` and replay its plan.
 
-    Everything runs in a forked child (one load, one reset) so a slow search can be stopped.
+    Everything runs in a forked child (one game load, no reset) so a slow search can be stopped.
     Returns ``(won_at_reset, plan, won_at)`` with ``won_at`` the 1-based step of the plan that first
     wins (``None`` if none does); an empty plan means the planner found none. Raises
     :class:`PlannerTimeout` after ``timeout`` seconds and ``RuntimeError`` if the engine fails.

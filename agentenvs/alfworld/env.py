@@ -70,6 +70,13 @@ class ALFWorldEnv(TextAgentEnv[str]):
     ) -> None:
         if compat not in (None, "verl-agent"):
             raise ValueError(f"compat must be None or 'verl-agent', got {compat!r}")
+        try:
+            import alfworld.agents.environment.alfred_tw_env  # noqa: F401
+            import textworld  # noqa: F401
+        except ImportError as exc:
+            raise ImportError(
+                "agentenvs/ALFWorld-v0 runs the alfworld engine: pip install 'agentenvs[alfworld]'"
+            ) from exc
         self.games: GameSet = resolve_games(data_path, task_types)
         super().__init__(
             tasks=self.games.panel,
@@ -108,13 +115,16 @@ class ALFWorldEnv(TextAgentEnv[str]):
         return self._engine
 
     def _load_task(self, task_id: str) -> None:
+        from agentenvs.alfworld.engine import keep_argv
+
         engine = self._get_engine()
-        if self._loaded != task_id:  # reuse the parsed game when the task repeats (group rollouts)
-            self._loaded = None
-            engine.load(self.games.game(task_id))
-            self._traj = self.games.traj_data(task_id)
-            self._loaded = task_id
-        self._state = engine.reset()
+        with keep_argv():
+            if self._loaded != task_id:  # reuse the parsed game when the task repeats (groups)
+                self._loaded = None
+                engine.load(self.games.game(task_id))
+                self._traj = self.games.traj_data(task_id)
+                self._loaded = task_id
+            self._state = engine.reset()
         self._raw = self._state.feedback
         self._task = (
             self._raw.split(_TASK_MARKER, 1)[-1].strip().rstrip(".")

@@ -1,0 +1,182 @@
+"""ALFWorld speed: ``agentenvs/ALFWorld-v0`` against the bare alfworld engine on the same game.
+
+    python benchmarks/alfworld.py [--steps 200] [--envs 2 4]
+
+Figures (best of 3 repeats):
+* steps/s of the bare engine (textworld ``PddlEnv`` behind ALFWorld's demangler, as ALFWorld runs
+  it) and of our env (plain and tagged actions: engine + parsing + state key + gcsr + info), on a
+  seeded random walk over admissible commands that both sides play identically; the ratio is our
+  overhead;
+* resets/s of the same game (our env keeps the parsed game and only resets it) and of a switch to
+  another game (load + reset), for both;
+* aggregate steps/s of ``gym.make_vec(..., vectorization_mode="async")`` with N processes.
+The lead's ``benchmarks/envs.py`` calls :func:`main` with no arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+
+# Run as a script (or imported by a script in benchmarks/), this file's folder is on sys.path and
+# would shadow the real ``alfworld`` package: take the folder off the path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+if getattr(sys.modules.get("alfworld"), "__file__", None) == os.path.abspath(__file__):
+    del sys.modules["alfworld"]
+
+import gymnasium as gym  # noqa: E402
+
+import agentenvs  # noqa: E402,F401
+
+__all__ = ["main", "walk", "best_rate", "async_rate"]
+
+
+def best_rate(fn: Callable[[], int], repeats: int = 3) -> float:
+    """Best-of-``repeats`` rate (units per second) of ``fn``, which returns how many units it did."""
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        n = fn()
+        best = max(best, n / (time.perf_counter() - start))
+    return best
+
+
+def walk(engine, n: int, seed: int = 0) -> list[str]:
+    """``n`` commands of a seeded random walk over admissible commands (reset on a win)."""
+    rng = random.Random(seed)
+    state, commands = engine.reset(), []
+    for _ in range(n):
+        command = rng.choice([c for c in state["admissible_commands"] if c != "help"])
+        commands.append(command)
+        state, _, done = engine.step(command)
+        if done:
+            state = engine.reset()
+    return commands
+
+
+def async_rate(num_envs: int, steps: int) -> float:
+    """Aggregate steps/s of ``num_envs`` async sub-envs stepping random admissible commands."""
+    venv = gym.make_vec(
+        "agentenvs/ALFWorld-v0",
+        num_envs=num_envs,
+        vectorization_mode="async",
+        data_path="embedded",
+        action_format="plain",
+    )
+    rng = random.Random(0)
+    state = {"info": venv.reset(seed=0)[1]}
+    rounds = max(1, steps // num_envs)
+
+    def run() -> int:
+        for _ in range(rounds):
+            acts = [rng.choice(list(a) or ["look"]) for a in state["info"]["admissible_actions"]]
+            state["info"] = venv.step(acts)[4]
+        return rounds * num_envs
+
+    try:
+        return best_rate(run, repeats=2)
+    finally:
+        venv.close()
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    """Run the benchmark, print a markdown table and return the figures."""
+    from agentenvs.alfworld.engine import keep_argv, make_engine
+    from agentenvs.alfworld.env import ALFWorldEnv
+
+    parser = argparse.ArgumentParser(description="ALFWorld env vs bare engine speed")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--envs", type=int, nargs="*", default=[2, 4])
+    args = parser.parse_args([] if argv is None else argv)
+
+    env = ALFWorldEnv(data_path="embedded", action_format="plain", max_steps=10**9)
+    tagged = ALFWorldEnv(data_path="embedded", max_steps=10**9)
+    ids = list(env.tasks.ids("train"))
+    task, other = ids[1], ids[2]
+    engine = make_engine()
+    with keep_argv():
+        engine.load(env.games.game(task))
+        commands = walk(engine, args.steps)
+
+    def bare_steps() -> int:
+        with keep_argv():
+            engine.reset()
+            for c in commands:
+                if engine.step(c)[2]:
+                    engine.reset()
+        return len(commands)
+
+    def env_steps(e: ALFWorldEnv, fmt: str) -> Callable[[], int]:
+        def run() -> int:
+            e.reset(options={"task_id": task})
+            for c in commands:
+                if e.step(fmt.format(c))[2]:
+                    e.reset(options={"task_id": task})
+            return len(commands)
+
+        return run
+
+    def bare_resets() -> int:
+        with keep_argv():
+            for _ in range(10):
+                engine.reset()
+        return 10
+
+    def env_resets() -> int:
+        for _ in range(10):
+            env.reset(options={"task_id": task})
+        return 10
+
+    def bare_switch() -> int:
+        with keep_argv():
+            for i in range(4):
+                engine.load(env.games.game(other if i % 2 == 0 else task))
+                engine.reset()
+        return 4
+
+    def env_switch() -> int:
+        for i in range(4):
+            env.reset(options={"task_id": other if i % 2 == 0 else task})
+        return 4
+
+    r: dict[str, float] = {
+        "engine_steps_per_s": best_rate(bare_steps),
+        "env_steps_per_s": best_rate(env_steps(env, "{}")),
+        "env_tagged_steps_per_s": best_rate(
+            env_steps(tagged, "<think>go</think><action>{}</action>")
+        ),
+        "engine_resets_per_s": best_rate(bare_resets),
+        "env_resets_per_s": best_rate(env_resets),
+        "engine_switch_resets_per_s": best_rate(bare_switch, repeats=2),
+        "env_switch_resets_per_s": best_rate(env_switch, repeats=2),
+    }
+    for n in args.envs:
+        r[f"async_{n}_steps_per_s"] = async_rate(n, args.steps)
+
+    print("\n## ALFWorld-v0 vs bare alfworld engine (same game, same commands)\n")
+    print("| measure | engine | agentenvs | ratio (ours/engine) |\n|---|---|---|---|")
+    for label, a, b in [
+        ("steps/s (plain)", "engine_steps_per_s", "env_steps_per_s"),
+        ("steps/s (tagged LLM text)", "engine_steps_per_s", "env_tagged_steps_per_s"),
+        ("resets/s (same game)", "engine_resets_per_s", "env_resets_per_s"),
+        (
+            "resets/s (switching games: load + reset)",
+            "engine_switch_resets_per_s",
+            "env_switch_resets_per_s",
+        ),
+    ]:
+        print(f"| {label} | {r[a]:.1f} | {r[b]:.1f} | {r[b] / r[a]:.2f} |")
+    for n in args.envs:
+        print(
+            f"| async vector env, {n} processes: steps/s | | {r[f'async_{n}_steps_per_s']:.1f} | |"
+        )
+    return r
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
