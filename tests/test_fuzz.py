@@ -50,6 +50,7 @@ def test_nested_and_unbalanced_tags(action):
         "<think>t</think><action>up</action></action>",
         "<think>t</think></action>up<action>",
         "<think>t</think><action>\x00up</action>",
+        "<think>t</think><action>" + "\U0001f600" * 50 + "</action>",
         None,
         42,
         b"<action>up</action>",
@@ -60,4 +61,4 @@ def test_edge_cases(action):
     _, info = ENV.reset(options={"task_id": "seed-42"})
     obs, reward, terminated, _, info2 = ENV.step(action)
     assert not info2["action_valid"] and reward == -0.1 and not terminated
-    assert info2["state_key"] == info["state_key"]
+    assert info2["state_key"] == info["state_key"] and ENV.observation_space.contains(obs)

@@ -17,6 +17,12 @@ def test_make_vec_modes(mode):
     assert len(obs) == 2 and list(infos["task_id"]) != [None, None]
     obs, rewards, term, trunc, infos = envs.step(["up", "garbage"])
     assert rewards.shape == (2,) and not infos["action_valid"][1]
+    envs.reset(
+        options={"task_id": "seed-1"}
+    )  # two pushes up put the box on its target: "√" in shared memory
+    envs.step(["up", "up"])
+    obs, rewards, term, *_ = envs.step(["up", "<action>" + "\U0001f600" * 60 + "</action>"])
+    assert term[0] and "√" in obs[0] and rewards[0] == 10.9
     envs.close()
 
 

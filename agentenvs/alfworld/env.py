@@ -22,7 +22,7 @@ from agentenvs.alfworld.games import GameSet, resolve_games
 from agentenvs.alfworld.gcsr import gcsr
 from agentenvs.alfworld.tracker import StateTracker
 from agentenvs.core.parsing import ParsedAction, parse_action_verl
-from agentenvs.core.text_env import TextAgentEnv, text_space
+from agentenvs.core import TextAgentEnv, text_space
 
 __all__ = ["ALFWorldEnv"]
 

@@ -5,8 +5,9 @@ Everything here depends on gymnasium and numpy only.
 
 from agentenvs.core.jsonl import TrajectoryWriter, read_trajectories, write_trajectories
 from agentenvs.core.parsing import ParsedAction, parse_action, parse_action_verl
+from agentenvs.core.spaces import TEXT_CHARSET, TextSpace, text_space
 from agentenvs.core.tasks import SeedTaskIds, TaskPanel
-from agentenvs.core.text_env import TEXT_CHARSET, TextAgentEnv, text_space
+from agentenvs.core.text_env import TextAgentEnv
 from agentenvs.core.trajectory import Step, Trajectory, decode, encode
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "SeedTaskIds",
     "TextAgentEnv",
     "text_space",
+    "TextSpace",
     "TEXT_CHARSET",
 ]

@@ -1,7 +1,6 @@
 """The base class of agentenvs' text environments.
 
-This module holds :class:`TextAgentEnv` (parse, penalise, count, keep the ``info`` contract) and
-:func:`text_space` (the Gymnasium ``Text`` space our observations and actions live in).
+This module holds :class:`TextAgentEnv` (parse, penalise, count, keep the ``info`` contract).
 
 A subclass implements the game through six hooks: ``_load_task``, ``_observation``, ``_to_command``,
 ``_apply``, ``_state_key`` and ``_admissible_actions`` (plus ``_extra_info`` if it has more to say).
@@ -22,7 +21,6 @@ The base class does the rest the same way for every env:
 
 from __future__ import annotations
 
-import string
 from collections.abc import Hashable
 from typing import Any, Generic, TypeVar
 
@@ -33,17 +31,9 @@ from gymnasium.error import ResetNeeded
 from agentenvs.core.parsing import ParsedAction, parse_action
 from agentenvs.core.tasks import TaskPanel
 
-__all__ = ["TextAgentEnv", "text_space", "TEXT_CHARSET"]
-
-#: Characters a text observation may hold: printable ASCII (with tab and newline) plus extras.
-TEXT_CHARSET = frozenset(string.printable)
+__all__ = ["TextAgentEnv"]
 
 ObsType = TypeVar("ObsType")
-
-
-def text_space(max_length: int = 65_536, extra_chars: str = "") -> gym.spaces.Text:
-    """A ``Text`` space over printable ASCII plus ``extra_chars``, 0 to ``max_length`` characters."""
-    return gym.spaces.Text(max_length, min_length=0, charset=TEXT_CHARSET | frozenset(extra_chars))
 
 
 class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):

@@ -103,14 +103,12 @@ class SokobanEnv(TextAgentEnv):
         self.visual = visual
         self.compat = compat
         rows, cols = self.dim_room
-        grid_space = text_space(max_length=rows * (cols * len(CELL_TEXT[0]) + 1), extra_chars="√")
+        text = text_space(max_length=rows * (cols * len(CELL_TEXT[0]) + 1) + 512, extra_chars="√")
         if visual:
             image = gym.spaces.Box(0, 255, (rows * TILE, cols * TILE, 3), np.uint8)
-            self.observation_space = gym.spaces.Dict(
-                {"text": text_space(extra_chars="√"), "image": image}
-            )
+            self.observation_space = gym.spaces.Dict({"text": text, "image": image})
         else:
-            self.observation_space = text_space(max_length=grid_space.max_length + 256)
+            self.observation_space = text
         self.action_space = text_space(max_length=1 << 20)
         self.game: SokobanGame | None = None
         self._room: Room | None = None
