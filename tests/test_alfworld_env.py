@@ -193,3 +193,12 @@ def test_success_by_task_type_from_env_ids():
     ids = [r["id"] for r in first_of_each_type()]
     rates = success_by_task_type([(t, i % 2 == 0) for i, t in enumerate(ids)])
     assert set(rates) == set(TASK_TYPE_NAMES) | {"all"} and rates["all"] == 0.5
+
+
+def test_expert_plan_follows_the_state():
+    env = ALFWorldEnv(data_path="embedded", action_format="plain", expert_plan=True)
+    record = first_of_each_type()[0]
+    _, info = env.reset(options={"task_id": record["id"]})
+    assert info["expert_plan"] == record["walkthrough"]
+    _, _, _, _, info = env.step(record["walkthrough"][0])
+    assert info["expert_plan"] == record["walkthrough"][1:]

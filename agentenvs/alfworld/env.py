@@ -21,8 +21,8 @@ from agentenvs.alfworld.constants import task_type_of
 from agentenvs.alfworld.games import GameSet, resolve_games
 from agentenvs.alfworld.gcsr import gcsr
 from agentenvs.alfworld.tracker import StateTracker
-from agentenvs.core.parsing import ParsedAction, parse_action_verl
 from agentenvs.core import TextAgentEnv, text_space
+from agentenvs.core.parsing import ParsedAction, parse_action_verl
 
 __all__ = ["ALFWorldEnv"]
 

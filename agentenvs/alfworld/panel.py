@@ -4,7 +4,7 @@ This module holds :data:`PANEL_PATH` (the shipped file), :func:`game_record` (th
 verified game), :func:`write_panel` / :func:`read_panel` (byte-stable gzip JSON lines),
 :func:`record_to_game` (a record as the ``game.tw-pddl`` object the engine loads, domain and
 grammar taken from the installed alfworld) and :func:`export_official_layout` (write records as
-ALFWorld's ``json_2.1.1/<split>/<task dir>/<trial>/`` tree).
+ALFWorld's ``json_2.1.1/<split>/<task dir>/<trial>/`` tree) and :func:`panel_stats`.
 
 A record is a dict with ``id`` (``<task_type>-<Obj>-None-<Parent|Toggle>-<scene>/trial_G<k>``),
 ``split``, ``seed``, ``k``, ``attempt``, ``task_type``, ``task`` (the sentence), ``traj_data``,
@@ -31,6 +31,7 @@ __all__ = [
     "default_panel",
     "record_to_game",
     "export_official_layout",
+    "panel_stats",
 ]
 
 #: The shipped panel (train 600 / test 140 games unless the build said otherwise).
@@ -107,3 +108,34 @@ def export_official_layout(
             f.write(record["pddl_problem"])
         paths.append(os.path.join(game_dir, "game.tw-pddl"))
     return paths
+
+
+def panel_stats(records: Iterable[dict]) -> dict[str, dict[str, float]]:
+    """Per task type (and ``"all"``): games per split, mean walkthrough length, mean receptacles,
+    openable (closed at start) receptacles and objects per room, read from the PDDL problems.
+
+    >>> panel_stats([{"split": "train", "task_type": "t", "walkthrough": ["a", "b"],
+    ...               "pddl_problem": "x - receptacle\\n(openable x)\\ny - object"}])["all"]["receptacles"]
+    1.0
+    """
+    rows: dict[str, list[dict]] = {}
+    for r in records:
+        problem = r["pddl_problem"]
+        row = {
+            "split": r["split"],
+            "walkthrough": len(r["walkthrough"]),
+            "receptacles": problem.count(" - receptacle"),
+            "openable": problem.count("(openable "),
+            "objects": problem.count(" - object"),
+        }
+        rows.setdefault(r["task_type"], []).append(row)
+        rows.setdefault("all", []).append(row)
+    out = {}
+    for key, rs in rows.items():
+        stats: dict[str, float] = {}
+        for split in sorted({x["split"] for x in rs}):
+            stats[f"games_{split}"] = sum(x["split"] == split for x in rs)
+        for field in ("walkthrough", "receptacles", "openable", "objects"):
+            stats[field] = sum(x[field] for x in rs) / len(rs)
+        out[key] = stats
+    return out

@@ -20,11 +20,18 @@ class Rejected(ValueError):
 
 
 def verify(spec: GameSpec, engine: Any, *, timeout: float = 30.0, min_length: int = 3) -> list[str]:
-    """The planner's walkthrough of ``spec`` after checking it; raises :class:`Rejected` otherwise."""
+    """The planner's walkthrough of ``spec`` after checking it.
+
+    Raises :class:`Rejected` when the game fails a check and
+    :class:`~agentenvs.alfworld.engine.PlannerTimeout` when the planner ran out of time (a property
+    of the machine's load as much as of the game: the caller decides).
+    """
     data = game_files(spec.task, spec.problem, None, solvable=None)
     try:
         won_at_reset, walkthrough, won_at = solve(engine, data, timeout=timeout)
-    except (PlannerTimeout, RuntimeError) as exc:
+    except RuntimeError as exc:
+        if isinstance(exc, PlannerTimeout):
+            raise
         raise Rejected(str(exc)) from exc
     if won_at_reset:
         raise Rejected("goal holds at reset")
