@@ -59,7 +59,8 @@ class TrainConfig:
             prompt for small CPU models, see :class:`~learners.llm.prompts.CompactSokobanPrompt`).
         eval_every: evaluate every this many iterations (and before the first and after the last);
             0 = only before and after.
-        eval_tasks: test tasks per evaluation (one greedy episode each).
+        eval_tasks: test tasks per evaluation (one episode each).
+        eval_greedy: greedy decoding in evaluation (else sampled at ``temperature``).
         checkpoint_every: save every this many iterations (0 = only at the end).
         seed: seeds the task cursor, the sampler and the mini-batch shuffles.
         backend: ``"hf"`` (transformers ``generate``) or ``"vllm"`` (GPU).
@@ -97,6 +98,7 @@ class TrainConfig:
     prompt_style: str = "reference"
     eval_every: int = 0
     eval_tasks: int = 32
+    eval_greedy: bool = True
     checkpoint_every: int = 0
     seed: int = 0
     backend: str = "hf"

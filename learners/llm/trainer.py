@@ -288,16 +288,25 @@ class Trainer:
 
     # -- evaluation --------------------------------------------------------------------------------
     def evaluate(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
-        """One greedy episode per test task (batched over the sub-envs); ``eval/``-prefixed metrics."""
+        """One episode per test task (batched over the sub-envs; greedy if ``config.eval_greedy``).
+
+        Sampling here never disturbs the training RNG stream. Returns ``eval/``-prefixed metrics.
+        """
         tasks = list(self.test_tasks if tasks is None else tasks)
         envs = sub_envs(self.envs)
         trajs: list[Trajectory] = []
         stats = RolloutStats()
-        with torch.random.fork_rng(devices=[]):
+        cuda = [torch.cuda.current_device()] if self.policy.device.startswith("cuda") else []
+        with torch.random.fork_rng(devices=cuda):
             for i in range(0, len(tasks), len(envs)):
                 chunk = tasks[i : i + len(envs)]
                 done, st = run_episodes(
-                    envs[: len(chunk)], chunk, self.policy, self.generator, self.prompt, greedy=True
+                    envs[: len(chunk)],
+                    chunk,
+                    self.policy,
+                    self.generator,
+                    self.prompt,
+                    greedy=self.config.eval_greedy,
                 )
                 trajs += done
                 stats.add(st)
