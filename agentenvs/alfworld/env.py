@@ -132,10 +132,11 @@ class ALFWorldEnv(TextAgentEnv[str]):
             else ""
         )
         self._tracker.reset()
-        self._format_ok = True
+        self._format_ok, self._format_reason = True, ""
 
     # -- base-class hooks ----------------------------------------------------------------------------
     def _parse(self, action: object) -> ParsedAction:
+        self._format_ok, self._format_reason = True, ""
         if self.compat != "verl-agent":
             return super()._parse(action)
         parsed = parse_action_verl(action)
@@ -175,18 +176,14 @@ class ALFWorldEnv(TextAgentEnv[str]):
             "task": self._task,
             "gamefile": self.games.gamefile(self.task_id),
             "anchor": self._raw,
-            "is_action_valid": True,
         }
-        if self.compat == "verl-agent" and not self._format_ok:
-            info.update(
-                action_valid=False, is_action_valid=False, invalid_reason=self._format_reason
-            )
-            self._format_ok = True
         if self.expert_plan:
             info["expert_plan"] = list(self._state["policy_commands"])
         return info
 
     def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
+        if not self._format_ok:  # verl-agent compat: the command ran, but the format was wrong
+            action_valid, reason = False, self._format_reason
         info = super()._info(action_valid, reason)
         info["is_action_valid"] = info["action_valid"]
         return info
