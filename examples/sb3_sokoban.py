@@ -7,8 +7,9 @@ Each of the ``--n-envs`` sub-envs is ``agentenvs/SokobanDiscrete-v0`` (6x6 rooms
 the wrapper plays ``--group-size`` episodes of one room, builds the group's state graph and writes a
 per-step advantage into every step; :class:`learners.sb3.CreditPPO` puts exactly those advantages
 into its rollout buffer. ``--credit gae`` trains plain PPO for comparison. The script prints the
-greedy success rate on held-out test rooms before and after training (100k steps take 1-2 minutes on
-2 cores and usually lift it from under 10% to 30-50%).
+greedy success rate on held-out test rooms before and after training. Measured on a shared 2-core
+machine with the defaults (seed 0, 100k steps, 200 rooms): GraphGPO 2.5% -> 44.0% in 51 s of
+training; ``--credit gae`` 2.5% -> 29.0% in 75 s.
 """
 
 from __future__ import annotations
