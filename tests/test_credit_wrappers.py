@@ -223,3 +223,15 @@ def test_graph_wrapper_on_alfworld():
             obs, info = env.reset()
     check_group(group, 8)
     assert all(len(t) <= 5 for t in group)
+
+
+def test_outbox_is_bounded_and_warns_once():
+    from wrappers.recorder import GroupOutbox
+
+    box = GroupOutbox(capacity=2)
+    box.put(["a"])
+    box.put(["b"])
+    with pytest.warns(UserWarning, match="pop_groups"):
+        box.put(["c"])
+    box.put(["d"])  # no second warning
+    assert box.pop_all() == [["c"], ["d"]] and box.pop_all() == []

@@ -30,7 +30,7 @@ from typing import Any
 import gymnasium as gym
 
 from agentenvs.core import Trajectory
-from wrappers.recorder import EpisodeRecorder
+from wrappers.recorder import EpisodeRecorder, GroupOutbox
 from wrappers.registry import assign_advantages, get_method
 
 __all__ = [
@@ -72,7 +72,7 @@ class CreditWrapper(gym.Wrapper):
         self._group: list[Trajectory] = []
         self._group_task: str | None = None
         self._groups_started = 0
-        self._ready: list[list[Trajectory]] = []
+        self._outbox = GroupOutbox()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         options = dict(options or {})
@@ -111,14 +111,13 @@ class CreditWrapper(gym.Wrapper):
             if len(self._group) == self.group_size:
                 group, self._group = self._group, []
                 assign_advantages([group], self.method, self.config)
-                self._ready.append(group)
+                self._outbox.put(group)
                 info = {**info, "credit": group}
         return obs, reward, terminated, truncated, info
 
     def pop_groups(self) -> list[list[Trajectory]]:
         """The credited groups finished since the last call (oldest first); clears the list."""
-        ready, self._ready = self._ready, []
-        return ready
+        return self._outbox.pop_all()
 
 
 class OutcomeCreditWrapper(CreditWrapper):

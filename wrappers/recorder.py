@@ -1,7 +1,8 @@
 """Recording Gymnasium transitions as :class:`~agentenvs.core.Step` / :class:`~agentenvs.core.Trajectory`.
 
-This module holds :class:`EpisodeRecorder`: feed it the reset and each step of one episode and it
-returns the finished :class:`Trajectory` when the episode ends.
+This module holds :class:`EpisodeRecorder` (feed it the reset and each step of one episode and it
+returns the finished :class:`Trajectory` when the episode ends) and :class:`GroupOutbox` (the
+credited groups waiting for ``pop_groups()``).
 
 >>> rec = EpisodeRecorder()
 >>> rec.begin("grid0", {"state_key": "k0", "task_id": "seed-1"})
@@ -13,11 +14,42 @@ returns the finished :class:`Trajectory` when the episode ends.
 
 from __future__ import annotations
 
+import warnings
+from collections import deque
 from typing import Any
 
 from agentenvs.core import Step, Trajectory
 
-__all__ = ["EpisodeRecorder"]
+__all__ = ["EpisodeRecorder", "GroupOutbox"]
+
+
+class GroupOutbox:
+    """Credited groups kept for ``pop_groups()``, at most ``capacity`` of them.
+
+    Every group is also handed out in ``info["credit"]``; a loop that only reads ``info`` never calls
+    ``pop_groups()``, so the outbox drops its oldest group when full (with one warning) instead of
+    growing without bound.
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._groups: deque[list[Trajectory]] = deque(maxlen=capacity)
+        self._warned = False
+
+    def put(self, group: list[Trajectory]) -> None:
+        if len(self._groups) == self._groups.maxlen and not self._warned:
+            warnings.warn(
+                f"{self._groups.maxlen} credited groups were never taken with pop_groups(); dropping "
+                "the oldest (each was delivered in info['credit'])",
+                stacklevel=3,
+            )
+            self._warned = True
+        self._groups.append(group)
+
+    def pop_all(self) -> list[list[Trajectory]]:
+        """The groups put since the last call, oldest first; empties the outbox."""
+        groups = list(self._groups)
+        self._groups.clear()
+        return groups
 
 
 class EpisodeRecorder:

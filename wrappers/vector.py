@@ -30,7 +30,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers.recorder import EpisodeRecorder
+from wrappers.recorder import EpisodeRecorder, GroupOutbox
 from wrappers.registry import assign_advantages, get_method
 
 __all__ = ["VectorCreditWrapper"]
@@ -78,7 +78,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         self.group_size = group_size
         self._resets = 0
         self._clear()
-        self._ready: list[list[Trajectory]] = []
+        self._outbox = GroupOutbox()
 
     def _clear(self) -> None:
         self._recorders = [EpisodeRecorder() for _ in range(self.num_envs)]
@@ -134,10 +134,9 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         for j, t in enumerate(group):
             t.group_id, t.traj_id = f"{t.task_id}#r{self._resets}b{block}e{k}", str(j)
         assign_advantages([group], self.method, self.config)
-        self._ready.append(group)
+        self._outbox.put(group)
         return group
 
     def pop_groups(self) -> list[list[Trajectory]]:
         """The credited groups finished since the last call (oldest first); clears the list."""
-        ready, self._ready = self._ready, []
-        return ready
+        return self._outbox.pop_all()
