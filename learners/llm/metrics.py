@@ -102,7 +102,7 @@ class MetricsLogger:
 
 
 def plot_learning_curve(rows: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
-    """Plot train success / valid-action rate and eval success per iteration; ``None`` without matplotlib."""
+    """Plot train and eval success and valid-action rates per iteration; ``None`` without matplotlib."""
     try:
         import matplotlib
 
@@ -115,7 +115,7 @@ def plot_learning_curve(rows: Sequence[dict[str, Any]], path: str | Path) -> Pat
     for key, label in (
         ("success_rate", "train success"),
         ("valid_action_rate", "train valid-action rate"),
-        ("eval/success_rate", "eval success (greedy)"),
+        ("eval/success_rate", "eval success"),
         ("eval/valid_action_rate", "eval valid-action rate"),
     ):
         pts = [(r["iteration"], r[key]) for r in rows if key in r and math.isfinite(r[key])]

