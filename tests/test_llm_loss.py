@@ -120,3 +120,25 @@ def test_sampling_logprobs_match_training_forward(tiny):
     for i, s in enumerate(samples):
         assert len(s.token_ids) == len(s.logprobs) > 0
         assert torch.allclose(lp[i, : len(s.logprobs)], torch.tensor(s.logprobs), atol=1e-4)
+
+
+def test_shared_prefix_cache_changes_nothing(tiny):
+    from learners.llm.prompts import CompactSokobanPrompt, EpisodeMemory
+
+    p = CompactSokobanPrompt()
+    prompts = [
+        tiny.chat_ids(p.prompt(EpisodeMemory(), grid, {}), p.examples, p.response_prefix)
+        for grid in ("#P X#", "#PX_O#\n#__#", "#")
+    ]
+    plain = HFGenerator(tiny, max_new_tokens=8, prefix_cache=False).generate(prompts, greedy=True)
+    cached = HFGenerator(tiny, max_new_tokens=8, prefix_cache=True).generate(prompts, greedy=True)
+    for a, b in zip(plain, cached, strict=True):
+        assert a.token_ids == b.token_ids
+        assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-5)
+    torch.manual_seed(0)
+    sampled = HFGenerator(tiny, max_new_tokens=8, temperature=0.9).generate(prompts)
+    batch = collate(prompts, [s.token_ids for s in sampled], tiny.pad_id)
+    with torch.no_grad():
+        lp = token_logprobs(response_logits(tiny.model, batch), batch.response_ids, 0.9)
+    for i, s in enumerate(sampled):
+        assert torch.allclose(lp[i, : len(s.logprobs)], torch.tensor(s.logprobs), atol=1e-4)

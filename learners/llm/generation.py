@@ -6,7 +6,8 @@ This module holds:
   per-token log-probabilities of the sampling policy, and the decoded text.
 * :class:`HFGenerator` - left-padded batches through ``model.generate``.
 * :class:`VLLMGenerator` - ``vllm.LLM`` with in-place weight sync after each update.
-* :func:`trim_response` and :func:`samples_from_vllm` - the backend-independent bookkeeping.
+* :func:`trim_response`, :func:`common_prefix_length` and :func:`samples_from_vllm` - the
+  backend-independent bookkeeping.
 
 Log-probabilities are ``log softmax(logits / temperature)`` of the sampled token (the full,
 temperature-scaled distribution; with ``top_p < 1`` this is the distribution before truncation, as
@@ -27,7 +28,14 @@ import torch
 
 from learners.llm.policy import Policy
 
-__all__ = ["Sample", "HFGenerator", "VLLMGenerator", "trim_response", "samples_from_vllm"]
+__all__ = [
+    "Sample",
+    "HFGenerator",
+    "VLLMGenerator",
+    "trim_response",
+    "common_prefix_length",
+    "samples_from_vllm",
+]
 
 
 @dataclass
@@ -62,6 +70,10 @@ class HFGenerator:
         temperature: sampling temperature; 0 means greedy.
         top_p: nucleus sampling mass (1.0 = off).
         batch_size: prompts per ``generate`` call (bounds memory).
+        prefix_cache: compute the prompts' common token prefix once per call and share its KV cache
+            (rows are laid out ``[prefix][padding][rest]``; results equal the plain path up to
+            float rounding). Group members and per-env prompt templates share long prefixes.
+        min_shared_prefix: shortest common prefix (tokens) worth caching.
     """
 
     def __init__(
@@ -72,8 +84,12 @@ class HFGenerator:
         temperature: float = 1.0,
         top_p: float = 1.0,
         batch_size: int = 32,
+        prefix_cache: bool = True,
+        min_shared_prefix: int = 16,
     ) -> None:
         self.policy = policy
+        self.prefix_cache = prefix_cache
+        self.min_shared_prefix = min_shared_prefix
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.top_p = top_p
@@ -94,12 +110,27 @@ class HFGenerator:
 
         policy = self.policy
         pad = policy.pad_id
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        was_training = policy.model.training
+        policy.model.eval()
+        shared = common_prefix_length(prompts) if self.prefix_cache else 0
+        if shared < self.min_shared_prefix:
+            shared = 0
+        cache = None
+        if shared:  # run the shared prefix once and give every row a copy of its KV cache
+            with torch.no_grad():
+                head = torch.as_tensor([list(prompts[0][:shared])], device=policy.device)
+                cache = policy.model(input_ids=head, use_cache=True).past_key_values
+            cache.batch_repeat_interleave(len(prompts))
+        width = max(len(p) for p in prompts) - shared
+        ids = torch.full((len(prompts), shared + width), pad, dtype=torch.long)
         attn = torch.zeros_like(ids)
         for i, p in enumerate(prompts):
-            ids[i, width - len(p) :] = torch.as_tensor(list(p), dtype=torch.long)
-            attn[i, width - len(p) :] = 1
+            ids[i, :shared] = torch.as_tensor(list(p[:shared]), dtype=torch.long)
+            attn[i, :shared] = 1
+            tail = list(p[shared:])
+            ids[i, shared + width - len(tail) :] = torch.as_tensor(tail, dtype=torch.long)
+            attn[i, shared + width - len(tail) :] = 1
+        width += shared
         sample = not greedy and self.temperature > 0
         config = GenerationConfig(
             max_new_tokens=self.max_new_tokens,
@@ -112,12 +143,11 @@ class HFGenerator:
             output_logits=True,
             return_dict_in_generate=True,
         )
-        was_training = policy.model.training
-        policy.model.eval()
         try:
             result = policy.model.generate(
                 input_ids=ids.to(policy.device),
                 attention_mask=attn.to(policy.device),
+                past_key_values=cache,
                 generation_config=config,
             )
         finally:
@@ -133,6 +163,19 @@ class HFGenerator:
             text = policy.tokenizer.decode(kept, skip_special_tokens=True)
             samples.append(Sample(kept, lps, text))
         return samples
+
+
+def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """Length of the common token prefix, leaving every prompt at least one token of its own.
+
+    >>> common_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3]])
+    2
+    """
+    limit = min(len(p) for p in prompts) - 1
+    n = 0
+    while n < limit and all(p[n] == prompts[0][n] for p in prompts):
+        n += 1
+    return max(n, 0)
 
 
 def samples_from_vllm(outputs: Sequence[Any], decode) -> list[Sample]:
