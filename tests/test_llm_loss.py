@@ -142,3 +142,22 @@ def test_shared_prefix_cache_changes_nothing(tiny):
         lp = token_logprobs(response_logits(tiny.model, batch), batch.response_ids, 0.9)
     for i, s in enumerate(sampled):
         assert torch.allclose(lp[i, : len(s.logprobs)], torch.tensor(s.logprobs), atol=1e-4)
+
+
+def test_shared_prefix_forward_gives_same_values_and_gradients(tiny):
+    prompts = [[5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 11], [5, 6, 7, 8, 12, 13, 14]]
+    responses = [[20, 21, 22], [23], [24, 25]]
+    adv = torch.tensor([1.0, -2.0, 0.5])
+    params = list(tiny.model.parameters())
+    results = []
+    for shared in (0, 2):
+        batch = collate(prompts, responses, tiny.pad_id, min_shared_prefix=shared)
+        assert (batch.prefix_ids is not None) == bool(shared)
+        lp = token_logprobs(response_logits(tiny.model, batch), batch.response_ids)
+        loss = -(broadcast_advantages(adv, batch.response_mask) * lp).sum()
+        results.append((lp.detach() * batch.response_mask, torch.autograd.grad(loss, params)))
+    assert collate(prompts, responses, 0, min_shared_prefix=2).prefix_ids.tolist() == [[5, 6, 7, 8]]
+    (lp_a, g_a), (lp_b, g_b) = results
+    assert torch.allclose(lp_a, lp_b, atol=1e-5)
+    for a, b in zip(g_a, g_b, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)

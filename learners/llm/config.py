@@ -50,6 +50,8 @@ class TrainConfig:
         ppo_epochs: passes over each rollout batch (verl: 1).
         mini_batches: optimizer steps per epoch (the batch is split evenly; 1 = on-policy).
         micro_batch_size: step-samples per forward/backward (gradient accumulation in between).
+        min_shared_prefix: run a prompt prefix shared by a whole micro-batch (or generation batch)
+            once when it is at least this many tokens (0 = never); exact, it only saves compute.
         recompute_old_logprobs: use a fresh no-grad forward as the PPO "old" policy instead of the
             sampler's log-probs (verl's default; useful with vLLM, whose numerics differ).
         max_new_tokens: response budget per step (verl-agent: 512; 64 here for CPU).
@@ -90,6 +92,7 @@ class TrainConfig:
     ppo_epochs: int = 1
     mini_batches: int = 1
     micro_batch_size: int = 8
+    min_shared_prefix: int = 16
     recompute_old_logprobs: bool = False
     max_new_tokens: int = 64
     temperature: float = 1.0

@@ -6,8 +6,7 @@ This module holds:
   per-token log-probabilities of the sampling policy, and the decoded text.
 * :class:`HFGenerator` - left-padded batches through ``model.generate``.
 * :class:`VLLMGenerator` - ``vllm.LLM`` with in-place weight sync after each update.
-* :func:`trim_response`, :func:`common_prefix_length` and :func:`samples_from_vllm` - the
-  backend-independent bookkeeping.
+* :func:`trim_response` and :func:`samples_from_vllm` - the backend-independent bookkeeping.
 
 Log-probabilities are ``log softmax(logits / temperature)`` of the sampled token (the full,
 temperature-scaled distribution; with ``top_p < 1`` this is the distribution before truncation, as
@@ -26,14 +25,13 @@ from typing import Any
 
 import torch
 
-from learners.llm.policy import Policy
+from learners.llm.policy import Policy, common_prefix_length
 
 __all__ = [
     "Sample",
     "HFGenerator",
     "VLLMGenerator",
     "trim_response",
-    "common_prefix_length",
     "samples_from_vllm",
 ]
 
@@ -163,19 +161,6 @@ class HFGenerator:
             text = policy.tokenizer.decode(kept, skip_special_tokens=True)
             samples.append(Sample(kept, lps, text))
         return samples
-
-
-def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
-    """Length of the common token prefix, leaving every prompt at least one token of its own.
-
-    >>> common_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3]])
-    2
-    """
-    limit = min(len(p) for p in prompts) - 1
-    n = 0
-    while n < limit and all(p[n] == prompts[0][n] for p in prompts):
-        n += 1
-    return max(n, 0)
 
 
 def samples_from_vllm(outputs: Sequence[Any], decode) -> list[Sample]:

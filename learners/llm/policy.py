@@ -6,7 +6,8 @@ This module holds:
   with the chat template (generation prompt appended) into token ids.
 * :func:`load_policy` - load a local HF model directory (optionally wrapped in a LoRA adapter).
 * :func:`collate` - pack (prompt, response) pairs: prompts left-padded so every response starts at
-  the same column, responses right-padded.
+  the same column, responses right-padded; optionally a shared prompt prefix split off.
+* :func:`common_prefix_length` - the token prefix a batch of prompts shares.
 * :func:`response_logits` - the logits that predict each response token, ``(B, T, V)``, without
   computing the LM head over the prompt.
 
@@ -29,7 +30,14 @@ from typing import Any
 
 import torch
 
-__all__ = ["Policy", "PackedBatch", "load_policy", "collate", "response_logits"]
+__all__ = [
+    "Policy",
+    "PackedBatch",
+    "load_policy",
+    "collate",
+    "common_prefix_length",
+    "response_logits",
+]
 
 
 @dataclass
@@ -110,6 +118,9 @@ class PackedBatch:
     Attributes:
         input_ids, attention_mask, position_ids: ``(B, prompt_len + T)`` long tensors.
         response_ids: ``(B, T)`` long; ``response_mask``: ``(B, T)`` float, 1.0 on real tokens.
+        prompt_len: columns before the responses.
+        prefix_ids: ``(1, P)`` long, the token prefix every prompt shares and that is *not* in
+            ``input_ids`` (run once and broadcast by :func:`response_logits`), or ``None``.
     """
 
     input_ids: torch.Tensor
@@ -118,36 +129,76 @@ class PackedBatch:
     response_ids: torch.Tensor
     response_mask: torch.Tensor
     prompt_len: int
+    prefix_ids: torch.Tensor | None = None
 
     def to(self, device: str) -> PackedBatch:
         moved = {k: v.to(device) for k, v in vars(self).items() if isinstance(v, torch.Tensor)}
-        return PackedBatch(**moved, prompt_len=self.prompt_len)
+        return PackedBatch(**{**vars(self), **moved})
 
 
-def collate(prompts: list[list[int]], responses: list[list[int]], pad_id: int) -> PackedBatch:
-    """Pack pairs so all responses start at column ``max(len(prompt))`` (see :class:`PackedBatch`)."""
+def common_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """Length of the common token prefix, leaving every prompt at least one token of its own.
+
+    >>> common_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5, 6], [1, 2, 3]])
+    2
+    """
+    limit = min(len(p) for p in prompts) - 1
+    n = 0
+    while n < limit and all(p[n] == prompts[0][n] for p in prompts):
+        n += 1
+    return max(n, 0)
+
+
+def collate(
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    pad_id: int,
+    min_shared_prefix: int = 0,
+) -> PackedBatch:
+    """Pack pairs so all responses start at the same column (see :class:`PackedBatch`).
+
+    With ``min_shared_prefix > 0`` a common prompt prefix at least that long is split off into
+    ``prefix_ids`` (positions continue after it).
+    """
     if len(prompts) != len(responses) or not prompts:
         raise ValueError("need as many responses as prompts, at least one")
-    p_len = max(len(p) for p in prompts)
+    shared = common_prefix_length(prompts) if min_shared_prefix > 0 else 0
+    shared = shared if shared >= max(min_shared_prefix, 1) else 0
+    rests = [list(p[shared:]) for p in prompts]
+    p_len = max(len(p) for p in rests)
     r_len = max(1, max(len(r) for r in responses))
     ids = torch.full((len(prompts), p_len + r_len), pad_id, dtype=torch.long)
     attn = torch.zeros_like(ids)
-    for i, (p, r) in enumerate(zip(prompts, responses, strict=True)):
-        ids[i, p_len - len(p) : p_len] = torch.as_tensor(list(p), dtype=torch.long)
+    for i, (p, r) in enumerate(zip(rests, responses, strict=True)):
+        ids[i, p_len - len(p) : p_len] = torch.as_tensor(p, dtype=torch.long)
         ids[i, p_len : p_len + len(r)] = torch.as_tensor(list(r), dtype=torch.long)
         attn[i, p_len - len(p) : p_len + len(r)] = 1
-    positions = (attn.cumsum(-1) - 1).clamp(min=0)
-    return PackedBatch(ids, attn, positions, ids[:, p_len:], attn[:, p_len:].float(), p_len)
+    positions = (attn.cumsum(-1) - 1).clamp(min=0) + shared
+    prefix = torch.as_tensor([list(prompts[0][:shared])], dtype=torch.long) if shared else None
+    return PackedBatch(ids, attn, positions, ids[:, p_len:], attn[:, p_len:].float(), p_len, prefix)
 
 
 def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
-    """Logits predicting each response token, ``(B, T, V)`` (the LM head runs on ``T + 1`` columns)."""
+    """Logits predicting each response token, ``(B, T, V)`` (the LM head runs on ``T + 1`` columns).
+
+    A ``prefix_ids`` batch runs the shared prefix once (with gradients, when enabled) and gives
+    every row its KV cache: same values and gradients as the unshared layout, less compute.
+    """
     t = batch.response_ids.shape[1]
+    cache, attn = None, batch.attention_mask
+    if batch.prefix_ids is not None:
+        cache = model(input_ids=batch.prefix_ids, use_cache=True).past_key_values
+        cache.batch_repeat_interleave(batch.input_ids.shape[0])
+        ones = torch.ones(
+            (attn.shape[0], batch.prefix_ids.shape[1]), dtype=attn.dtype, device=attn.device
+        )
+        attn = torch.cat([ones, attn], dim=1)
     out = model(
         input_ids=batch.input_ids,
-        attention_mask=batch.attention_mask,
+        attention_mask=attn,
         position_ids=batch.position_ids,
+        past_key_values=cache,
         logits_to_keep=t + 1,
-        use_cache=False,
+        use_cache=cache is not None,
     )
     return out.logits[:, :-1]

@@ -80,6 +80,8 @@ def build_generator(config: TrainConfig, policy: Policy, model_path: str | None 
         temperature=config.temperature,
         top_p=config.top_p,
         batch_size=config.gen_batch_size,
+        prefix_cache=config.min_shared_prefix > 0,
+        min_shared_prefix=max(config.min_shared_prefix, 1),
     )
 
 
@@ -218,6 +220,7 @@ class Trainer:
             [s.extras["prompt_ids"].tolist() for s in samples],
             [s.extras["response_ids"].tolist() for s in samples],
             self.policy.pad_id,
+            min_shared_prefix=self.config.min_shared_prefix,
         ).to(self.policy.device)
 
     def update(self, steps: Sequence[Step]) -> dict[str, float]:
