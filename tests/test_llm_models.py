@@ -43,3 +43,19 @@ def test_easy_panel_rooms_are_solved_in_one_push():
         (move,) = solve(room.fixed, room.state, max_depth=1)
         env.reset(options={"task_id": task_id})
         assert env.step(move)[4]["won"]
+
+
+def test_metrics_csv_reopens_and_truncates(tmp_path):
+    from learners.llm.metrics import MetricsLogger
+
+    log = MetricsLogger(tmp_path, tensorboard=False)
+    log.log(0, {"eval/success_rate": 0.25})
+    log.log(1, {"success_rate": 0.5, "loss": 0.1})
+    log.log(2, {"success_rate": 0.75, "loss": 0.2})
+    again = MetricsLogger(tmp_path, tensorboard=False)
+    assert [r["iteration"] for r in again.rows] == [0.0, 1.0, 2.0]
+    assert again.rows[1] == {"iteration": 1.0, "success_rate": 0.5, "loss": 0.1}
+    again.truncate(1)  # resumed from the iteration-1 checkpoint
+    again.log(2, {"success_rate": 1.0, "loss": 0.3})
+    rows = MetricsLogger(tmp_path, tensorboard=False).rows
+    assert [r.get("success_rate") for r in rows] == [None, 0.5, 1.0]

@@ -96,6 +96,16 @@ class MetricsLogger:
                     self._tb.add_scalar(key, value, iteration)
             self._tb.flush()
 
+    def truncate(self, last_iteration: int) -> None:
+        """Forget rows after ``last_iteration`` (a fresh run passes -1; a resumed one its iteration)."""
+        self.rows = [r for r in self.rows if r["iteration"] <= last_iteration]
+        self._fields = list(dict.fromkeys(k for r in self.rows for k in r))
+        with self.csv_path.open("w", newline="") as f:
+            if self._fields:
+                writer = csv.DictWriter(f, fieldnames=self._fields)
+                writer.writeheader()
+                writer.writerows(self.rows)
+
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()

@@ -358,11 +358,14 @@ class Trainer:
 
         Evaluates before the first iteration of a fresh run, every ``eval_every`` iterations and
         after the last; checkpoints every ``checkpoint_every`` and at the end; draws the PNG.
+        Metric rows already in ``out_dir`` past the current iteration are dropped first (a fresh run
+        starts a fresh CSV; a resumed one keeps its history up to the checkpoint).
         """
         from tqdm.auto import tqdm
 
         cfg = self.config
         total = cfg.iterations if iterations is None else iterations
+        self.logger.truncate(self.iteration if self.iteration else -1)
         if self.iteration == 0 and total > 0:
             self.logger.log(0, self.evaluate())
         bar = tqdm(
