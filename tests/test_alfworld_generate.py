@@ -110,18 +110,20 @@ def test_games_of_a_type_do_not_repeat_task_and_scene(alfworld):
     assert len(set(keys)) == len(keys)
 
 
-def test_shipped_records_regenerate_bit_identically(alfworld):
-    from agentenvs.alfworld.build_panel import build_record
-    from agentenvs.alfworld.engine import make_engine
-    from agentenvs.alfworld.panel import default_panel, encode_record
+def test_build_command_regenerates_shipped_games_bit_identically(alfworld, tmp_path):
+    from agentenvs.alfworld.build_panel import main
+    from agentenvs.alfworld.panel import default_panel, encode_record, read_panel
 
-    records = default_panel()
-    engine = make_engine()
-    for record in (records[0], records[-1]):
-        again = build_record(
-            record["seed"], record["task_type"], record["k"], record["split"], engine
-        )
-        assert encode_record(again) == encode_record(record)
+    out = tmp_path / "p.jsonl.gz"
+    assert (
+        main(["--out", str(out), "--train", "6", "--test", "0", "--cache", str(tmp_path / "c")])
+        == 0
+    )
+    again = read_panel(str(out))
+    shipped = {r["id"]: r for r in default_panel()}
+    assert sorted(r["task_type"] for r in again) == sorted(TASK_TYPE_NAMES)
+    for record in again:  # position k=0 of each task type: the first train game of each type
+        assert record["k"] == 0 and encode_record(record) == encode_record(shipped[record["id"]])
 
 
 def test_panel_file_is_byte_stable(alfworld, tmp_path):

@@ -6,7 +6,8 @@ Usage::
 
 This module holds :func:`split_sizes` (balanced per-type counts), :func:`build_record` (generate
 and verify the game at one position, redrawing the room after a rejection) and :func:`main`.
-Finished games are cached as JSON under ``--cache`` so an interrupted build resumes.
+Finished games are cached as JSON under ``--cache`` (default: a folder in the temp dir) so an
+interrupted build resumes; ``--reverse`` starts a second worker on the same cache from the other end.
 The output is a pure function of ``--seed`` and the sizes: rooms are rejected only for what they are
 (goal true at reset, no plan, plan shorter than 3, plan not winning on replay); a planner timeout
 (``--timeout``, default 30 s; the planner needs 0.3-2 s on these rooms) is retried with more time.
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -97,14 +99,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--test", type=int, default=140)
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--timeout", type=float, default=30.0, help="planner time limit per game (s)")
-    ap.add_argument("--cache", default=None, help="per-game cache dir (default: <out>.parts)")
+    ap.add_argument(
+        "--cache", default=None, help="per-game cache dir (default: a folder in the temp dir)"
+    )
     ap.add_argument(
         "--reverse",
         action="store_true",
         help="build from the last game (a second worker on the cache)",
     )
     args = ap.parse_args(argv)
-    cache = args.cache or args.out + ".parts"
+    cache = args.cache or os.path.join(
+        tempfile.gettempdir(), f"agentenvs-alfworld-panel-{args.seed}-{args.train}-{args.test}"
+    )
     os.makedirs(cache, exist_ok=True)
     engine = make_engine()
     records = []
