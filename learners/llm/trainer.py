@@ -269,7 +269,8 @@ class Trainer:
                         clip_ratio_high=cfg.clip_ratio_high,
                         kl_coef=cfg.kl_coef,
                     )
-                    entropy = (entropy_from_logits(logits, temperature) * mask).sum() / n_tok
+                    ent_logits = logits if cfg.entropy_coef else logits.detach()
+                    entropy = (entropy_from_logits(ent_logits, temperature) * mask).sum() / n_tok
                     if cfg.entropy_coef:
                         loss = loss - cfg.entropy_coef * entropy
                     loss.backward()
@@ -277,7 +278,9 @@ class Trainer:
                     sums["entropy"] += entropy.item()
                     for key in ("pg_loss", "kl", "clip_frac"):
                         sums[key] += st[key]
-                    tokens += int(batch.attention_mask.sum())
+                    tokens += int(batch.attention_mask.sum())  # tokens run through the model
+                    if batch.prefix_ids is not None:
+                        tokens += batch.prefix_ids.shape[1]
                 norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
                 sums["grad_norm"] += float(norm)
                 self.optimizer.step()
