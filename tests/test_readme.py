@@ -1,0 +1,27 @@
+"""The README's Python snippets run as written."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_readme_has_snippets():
+    assert len(BLOCKS) >= 3
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_readme_snippet_runs(index, monkeypatch, tmp_path):
+    code = BLOCKS[index]
+    if "ALFWorld" in code:
+        pytest.importorskip("alfworld")
+    if "stable_baselines3" in code:
+        pytest.importorskip("stable_baselines3")
+        torch = pytest.importorskip("torch")
+        torch.set_num_threads(1)
+        code = code.replace("model.learn(10_000)", "model.learn(2_048)")  # keep the test fast
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, f"README.md block {index}", "exec"), {"__name__": "__readme__"})
