@@ -78,11 +78,22 @@ def reference_seconds_per_step(n: int, venv: Path) -> float | None:
     if not python.exists():
         print(f"building the gym-sokoban reference venv in {venv} ...", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        install = [str(python), "-m", "pip", "install", "-q", "gym-sokoban==0.0.6", "numpy<2", "setuptools<81"]
+        install = [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "gym-sokoban==0.0.6",
+            "numpy<2",
+            "setuptools<81",
+        ]
         if subprocess.run(install, capture_output=True).returncode != 0:
             print("could not install gym-sokoban; reference skipped")
             return None
-    result = subprocess.run([str(python), "-c", REFERENCE_CODE.format(n=n)], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(python), "-c", REFERENCE_CODE.format(n=n)], capture_output=True, text=True
+    )
     if result.returncode != 0:
         print("gym-sokoban reference failed:", result.stderr.strip().splitlines()[-1:])
         return None
@@ -109,8 +120,12 @@ def sokoban(args: argparse.Namespace) -> None:
     env = gym.make("agentenvs/Sokoban-v0")
     t_reset_cached = per_call(lambda i: env.reset(options={"task_id": f"seed-{i % 64}"}), n // 10)
     fresh = iter(range(1_000, 65_000))
-    t_reset_fresh = per_call(lambda i: env.reset(options={"task_id": f"seed-{next(fresh)}"}), n // 20)
-    t_ref = None if args.no_reference else reference_seconds_per_step(n // 5, OUT / "gym-sokoban-venv")
+    t_reset_fresh = per_call(
+        lambda i: env.reset(options={"task_id": f"seed-{next(fresh)}"}), n // 20
+    )
+    t_ref = (
+        None if args.no_reference else reference_seconds_per_step(n // 5, OUT / "gym-sokoban-venv")
+    )
 
     print("\n## Sokoban (6x6, 1 box), one core\n")
     print("| measure | per call | per second | ratio |")
@@ -118,23 +133,35 @@ def sokoban(args: argparse.Namespace) -> None:
     rows = [
         ("game core step + text render", t_core, ""),
         ("SokobanEnv.step (bare env, tagged action)", t_bare, f"{t_bare / t_core:.2f}x core"),
-        ("gym.make Sokoban-v0 step (text)", t_text, f"+{(t_text / t_bare - 1) * 100:.1f}% over bare env"),
+        (
+            "gym.make Sokoban-v0 step (text)",
+            t_text,
+            f"+{(t_text / t_bare - 1) * 100:.1f}% over bare env",
+        ),
         ("gym.make SokobanVisual-v0 step (text+RGB)", t_rgb, ""),
         ("reset, cached room", t_reset_cached, ""),
         ("reset, fresh room (generator)", t_reset_fresh, ""),
     ]
     if t_ref is not None:
         rows.append(("gym-sokoban SokobanEnv.step (reference, RGB)", t_ref, "1.00x"))
-        rows[2] = (rows[2][0], t_text, rows[2][2] + f"; {t_ref / t_text:.1f}x faster than reference")
+        rows[2] = (
+            rows[2][0],
+            t_text,
+            rows[2][2] + f"; {t_ref / t_text:.1f}x faster than reference",
+        )
         rows[3] = (rows[3][0], t_rgb, f"{t_ref / t_rgb:.1f}x faster than reference")
     for name, t, ratio in rows:
         print(f"| {name} | {t * 1e6:,.1f} us | {1 / t:,.0f} | {ratio} |")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--steps", type=int, default=20_000, help="steps per Sokoban measurement")
-    parser.add_argument("--no-reference", action="store_true", help="skip the gym-sokoban reference")
+    parser.add_argument(
+        "--no-reference", action="store_true", help="skip the gym-sokoban reference"
+    )
     parser.add_argument("--skip-alfworld", action="store_true")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -143,7 +170,9 @@ def main() -> None:
         try:
             from benchmarks import alfworld
         except ImportError:
-            print("\n(ALFWorld: benchmarks/alfworld.py or the alfworld package is missing; skipped)")
+            print(
+                "\n(ALFWorld: benchmarks/alfworld.py or the alfworld package is missing; skipped)"
+            )
         else:
             alfworld.main()
 

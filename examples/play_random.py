@@ -17,7 +17,9 @@ import agentenvs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--env", default="agentenvs/Sokoban-v0")
     parser.add_argument("--groups", type=int, default=64, help="groups (tasks) to finish")
     parser.add_argument("--group-size", type=int, default=8)
@@ -42,7 +44,9 @@ def main() -> None:
         wins += int((done & infos["won"]).sum())
     elapsed = time.perf_counter() - start
     envs.close()
-    print(f"{args.env}: random policy, {episodes} episodes in {episodes // args.group_size} groups of {args.group_size}")
+    print(
+        f"{args.env}: random policy, {episodes} episodes in {episodes // args.group_size} groups of {args.group_size}"
+    )
     print(f"success rate {wins / episodes:.3f}   env steps/s {steps / elapsed:,.0f}")
 
 
