@@ -269,6 +269,10 @@ def test_train_config_kwargs_reads_the_trainer_config():
     plan = plan_memory("Qwen2.5-1.5B-Instruct", **kwargs)
     assert plan.config.lora_rank == 16 and not plan.config.kl and plan.config.autocast
     assert plan.config.micro_batch_size == TrainConfig().micro_batch_size
+    config = TrainConfig(backend="vllm", vllm_gpu_memory_utilization=0.25)
+    kwargs = train_config_kwargs(config, seq_len=512, device_bytes=80 * 2**30)
+    plan = plan_memory("Qwen2.5-1.5B-Instruct", **kwargs)
+    assert plan.config.vllm_gpu_memory_utilization == 0.25 and plan.config.rollout == "vllm"
 
 
 def test_cli(capsys):

@@ -813,7 +813,8 @@ def max_micro_batch_size(
 def train_config_kwargs(
     train_config: Any, *, seq_len: int, response_len: int | None = None, **overrides: Any
 ) -> dict[str, Any]:
-    """:class:`PlanConfig` keywords read off a ``TrainConfig`` (any object with its fields).
+    """:class:`PlanConfig` keywords read off a ``TrainConfig`` (any object with its fields; vLLM's
+    share is ``vllm_gpu_memory_utilization`` when it has one).
 
     The sequence lengths come from the envs' prompts, so they are arguments; ``overrides`` win.
     On CUDA the trainer loads fp32 weights and autocasts to bf16 when ``mixed_precision`` is set.
@@ -831,6 +832,7 @@ def train_config_kwargs(
         "lora_rank": int(getattr(train_config, "lora_rank", 0)),
         "kl": bool(getattr(train_config, "kl_coef", 0.0)),
         "rollout": getattr(train_config, "backend", "hf"),
+        "vllm_gpu_memory_utilization": getattr(train_config, "vllm_gpu_memory_utilization", None),
         "gen_batch_size": int(getattr(train_config, "gen_batch_size", 32)),
         "weight_dtype": "fp32",
         "compute_dtype": "bf16" if getattr(train_config, "mixed_precision", False) else None,
