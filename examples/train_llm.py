@@ -10,13 +10,15 @@ one push), GraphGPO credit, ~15 minutes on 2 cores; it prints the success rate b
     python examples/train_llm.py --model tiny --iterations 2            # smoke test, seconds
     python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny --iterations 1
     python examples/train_llm.py --env agentenvs/ALFWorld-v0 --credit gigpo --model /path/to/hf/model \\
-        --backend vllm --lora --prompt reference --groups 16 --group-size 8
+        --backend vllm --vllm-sleep --lora --prompt reference --groups 16 --group-size 8
 
 The data flow is the one the SDK promises: the env (``gym.make``) is wrapped in the credit wrapper
 ``--credit`` names, and the learner trains on the credited groups the wrappers hand out. Every
 step budget, prompt and response budget not given here comes from the env. Outputs in ``--out``:
 ``metrics.csv``, ``tensorboard/``, ``checkpoint.pt`` (``--resume`` continues it exactly),
-``learning_curve.png`` and ``config.json``.
+``learning_curve.png``, ``config.json`` and ``policy/``, the trained policy (``--export``: a plain
+HF model directory with any LoRA adapter merged in, or the LoRA adapter alone; see
+``learners/llm/export.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,11 @@ CONFIG_FLAGS = {
     "eval_every": "--eval-every",
     "seed": "--seed",
     "backend": "--backend",
+    "vllm_gpu_memory_utilization": "--vllm-gpu-memory-utilization",
+    "vllm_max_model_len": "--vllm-max-model-len",
+    "vllm_sleep": "--vllm-sleep",
+    "vllm_max_lora_rank": "--vllm-max-lora-rank",
+    "logprob_check_samples": "--logprob-check-samples",
     "torch_threads": "--threads",
 }
 
@@ -91,6 +98,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--lora-rank", type=int, default=16)
     p.add_argument("--out", default="runs/train_llm")
     p.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
+    p.add_argument(
+        "--export",
+        default="merged",
+        choices=["merged", "adapter", "none"],
+        help="write the trained policy to --out/policy: merged (an HF model dir, LoRA merged in), "
+        "adapter (the LoRA adapter alone; needs --lora) or none",
+    )
     defaults = TrainConfig()
     kinds = {f.name: f.type for f in fields(TrainConfig)}
     for name, flag in CONFIG_FLAGS.items():
@@ -109,7 +123,10 @@ def parse_args() -> argparse.Namespace:
         default=defaults.eval_greedy,
         help="greedy evaluation (default: sampled)",
     )
-    return p.parse_args()
+    args = p.parse_args()
+    if args.export == "adapter" and not args.lora:
+        p.error("--export adapter needs --lora")
+    return args
 
 
 def main() -> None:
@@ -159,6 +176,11 @@ def main() -> None:
         trainer.load_checkpoint()
     rows = trainer.train()
     trainer.close()
+    if args.export != "none":
+        from learners.llm.export import export_policy
+
+        path = export_policy(policy, os.path.join(args.out, "policy"), args.export == "merged")
+        print(f"policy exported ({args.export}) to {path}")
 
     # 5. Report: success on the test tasks before and after training.
     evals = [r for r in rows if "eval/success_rate" in r]

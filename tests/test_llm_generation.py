@@ -1,9 +1,8 @@
 """Responses that stop where the env's action ends, and truncated responses flagged: the HF sampler
 on a tiny model taught to keep talking after ``</action>``, the Sampler's stop bookkeeping with
-scripted generators, and vLLM's outputs converted without a GPU."""
+scripted generators."""
 
 import dataclasses
-from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +15,6 @@ from learners.llm.generation import (  # noqa: E402
     HFGenerator,
     Sample,
     response_end,
-    samples_from_vllm,
     trim_response,
 )
 from learners.llm.loss import token_logprobs  # noqa: E402
@@ -211,16 +209,3 @@ def test_truncated_reaches_the_step_extras():
     assert take_samples([Trajectory("t", "g", steps)])
     assert [s.extras["truncated"] for s in steps] == [True, False]
     assert [s.action for s in steps] == ["t", "t"]
-
-
-def test_vllm_finish_reason_length_is_truncated():
-    lp = lambda x: SimpleNamespace(logprob=x)  # noqa: E731
-
-    def output(reason):
-        completion = SimpleNamespace(
-            token_ids=[7, 2], logprobs=[{7: lp(-0.5)}, {2: lp(-0.1)}], finish_reason=reason
-        )
-        return SimpleNamespace(outputs=[completion])
-
-    samples = samples_from_vllm([output("length"), output("stop")], decode=str)
-    assert [s.truncated for s in samples] == [True, False]

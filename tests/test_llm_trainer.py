@@ -3,8 +3,6 @@ resume, LoRA, and the CPU-side logic of the GPU paths."""
 
 import csv
 import functools
-import importlib.util
-from types import SimpleNamespace
 
 import gymnasium as gym
 import pytest
@@ -15,7 +13,7 @@ pytest.importorskip("transformers")
 import agentenvs  # noqa: E402
 from agentenvs.core import Step, Trajectory, text_space  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.generation import VLLMGenerator, samples_from_vllm  # noqa: E402
+from learners.llm.generation import HFGenerator  # noqa: E402
 from learners.llm.policy import Policy  # noqa: E402
 from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
@@ -70,6 +68,8 @@ def test_one_iteration_on_graph_credit_wrappers(tmp_path):
         "entropy",
         "time_generate",
         "time_update",
+        "time_sync",
+        "sync/logprob_gap",
         "outside_model_share",
         "gen_tokens_per_s",
         "eval/success_rate",
@@ -216,6 +216,29 @@ def test_lora_trains_only_the_adapter(tmp_path):
     assert all("lora" in n for n, p in policy.model.named_parameters() if p.requires_grad)
 
 
+def test_the_sync_check_shows_a_stale_backend(tmp_path):
+    import copy
+
+    config = TrainConfig(iterations=2, seed=3, **SMALL)
+    envs = [lambda: UserCredit(gym.make("agentenvs/Sokoban-v0", max_steps=2))] * 2
+    trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
+    fresh = trainer.train_iteration()
+    # a backend that keeps the weights from before the next update: an engine never synced
+    stale = Policy(copy.deepcopy(trainer.policy.model), trainer.policy.tokenizer)
+    trainer.generator = HFGenerator(stale, max_new_tokens=trainer.max_new_tokens)
+    missed = trainer.train_iteration()
+    trainer.close()
+    assert fresh["sync/logprob_gap"] < 1e-5 and fresh["sync/logprob_gap_max"] < 1e-5
+    assert missed["sync/logprob_gap"] > 1e-2  # about 0.13 nats per token after one update
+    assert missed["sync/logprob_gap_max"] >= missed["sync/logprob_gap"]
+    assert trainer.check_sync(_hand_steps()).keys() == fresh.keys() & {
+        "sync/logprob_gap",
+        "sync/logprob_gap_max",
+    }
+    trainer.config.logprob_check_samples = 0
+    assert trainer.check_sync(_hand_steps()) == {}  # 0 turns the check off
+
+
 def test_per_env_defaults_come_from_the_env(tmp_path):
     trainer = Trainer(
         TrainConfig(prompt_style="compact"), _policy(), tmp_path, _graph_envs(1), progress=False
@@ -227,21 +250,6 @@ def test_per_env_defaults_come_from_the_env(tmp_path):
     )
     assert trainer.max_new_tokens == 512
     trainer.close()
-
-
-def test_vllm_outputs_convert_to_samples():
-    lp = lambda x: SimpleNamespace(logprob=x)  # noqa: E731
-    out = SimpleNamespace(
-        outputs=[SimpleNamespace(token_ids=[7, 2], logprobs=[{7: lp(-0.5)}, {2: lp(-0.1)}])]
-    )
-    (sample,) = samples_from_vllm([out], decode=lambda ids: "|".join(map(str, ids)))
-    assert sample.token_ids == [7, 2] and sample.logprobs == [-0.5, -0.1] and sample.text == "7|2"
-
-
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
-def test_vllm_backend_explains_missing_install():
-    with pytest.raises(ImportError, match="--backend hf"):
-        VLLMGenerator(_policy(), "unused")
 
 
 def test_stop_at_action_end_reaches_the_sampler(tmp_path):
@@ -346,6 +354,14 @@ def test_bad_config_values_raise():
         TrainConfig(micro_batch_size=0)
     with pytest.raises(ValueError, match="prompt_style"):
         TrainConfig(prompt_style="fancy")
+    with pytest.raises(ValueError, match="vllm_gpu_memory_utilization"):
+        TrainConfig(vllm_gpu_memory_utilization=0.0)
+    with pytest.raises(ValueError, match="vllm_max_model_len"):
+        TrainConfig(vllm_max_model_len=0)
+    with pytest.raises(ValueError, match="vllm_max_lora_rank"):
+        TrainConfig(vllm_max_lora_rank=0)
+    with pytest.raises(ValueError, match="logprob_check_samples"):
+        TrainConfig(logprob_check_samples=-1)
 
 
 @pytest.mark.gpu

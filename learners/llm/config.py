@@ -61,7 +61,10 @@ class TrainConfig:
         min_shared_prefix: run a prompt prefix shared by a whole micro-batch (or generation batch)
             once when it is at least this many tokens (0 = never); exact, it only saves compute.
         recompute_old_logprobs: use a fresh no-grad forward as the PPO "old" policy instead of the
-            sampler's log-probs (verl's default; useful with vLLM, whose numerics differ).
+            sampler's log-probs (verl's default; useful with vLLM, whose numerics differ). The
+            trainer turns it on when the backend's log-probs are not the trainer's (vLLM with
+            ``top_p < 1``, or a vLLM without processed log-probs: see
+            :mod:`learners.llm.vllm_generator`).
         max_new_tokens: response budget per step in tokens; ``None`` = the env prompt's
             ``max_new_tokens`` (verl-agent: 512; the compact Sokoban prompt: 40).
         temperature, top_p: sampling (verl-agent: 1.0, 1.0).
@@ -83,6 +86,18 @@ class TrainConfig:
         seed: seeds the task cursor, the sampler and the mini-batch shuffles.
         backend: ``"hf"`` (transformers ``generate``) or ``"vllm"`` (GPU).
         gen_batch_size: prompts per HF ``generate`` call.
+        vllm_gpu_memory_utilization: share of the GPU's memory the vLLM engine may take (weights,
+            KV cache, activations; the trainer needs the rest), in (0, 1); default 0.4.
+        vllm_max_model_len: the vLLM engine's context length in tokens (prompt + response);
+            ``None`` = the model config's. A shorter one needs less KV cache to start.
+        vllm_sleep: free the vLLM engine's GPU memory during each update (vLLM sleep mode: LoRA
+            level 1, full-weight level 2) and wake it before the weight sync and generation.
+        vllm_max_lora_rank: the vLLM engine's ``max_lora_rank`` for a LoRA policy; ``None`` = the
+            smallest value vLLM accepts (8, 16, 32, 64, ...) that holds the adapter's rank.
+        logprob_check_samples: after every weight sync, score this many step-samples of the last
+            batch with the sampling backend and with the training model (temperature 1) and log
+            ``sync/logprob_gap`` (mean absolute difference per response token) and
+            ``sync/logprob_gap_max``: near 0 when the backend holds the trained weights. 0 = off.
         mixed_precision: bf16 autocast on CUDA (ignored on CPU).
         lora_rank: > 0 trains a LoRA adapter of this rank (peft) instead of all weights (read by
             :func:`~learners.llm.policy.load_policy` callers such as ``examples/train_llm.py``).
@@ -120,6 +135,11 @@ class TrainConfig:
     seed: int = 0
     backend: str = "hf"
     gen_batch_size: int = 32
+    vllm_gpu_memory_utilization: float = 0.4
+    vllm_max_model_len: int | None = None
+    vllm_sleep: bool = False
+    vllm_max_lora_rank: int | None = None
+    logprob_check_samples: int = 4
     mixed_precision: bool = True
     lora_rank: int = 0
     torch_threads: int = 0
@@ -144,6 +164,16 @@ class TrainConfig:
             raise ValueError(f"max_new_tokens must be >= 1 or None, got {self.max_new_tokens}")
         if self.iterations < 0 or self.eval_tasks < 0:
             raise ValueError("iterations and eval_tasks must be >= 0")
+        util = self.vllm_gpu_memory_utilization
+        if not 0.0 < util < 1.0:
+            raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1), got {util}")
+        for name in ("vllm_max_model_len", "vllm_max_lora_rank"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {getattr(self, name)}")
+        if self.logprob_check_samples < 0:
+            raise ValueError(
+                f"logprob_check_samples must be >= 0, got {self.logprob_check_samples}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict of the fields."""

@@ -1,4 +1,4 @@
-"""Batched sampling backends: HF ``generate`` (CPU or GPU) and vLLM (GPU, optional).
+"""Batched sampling with HF ``generate`` (CPU or GPU), and what every sampling backend shares.
 
 This module holds:
 
@@ -6,9 +6,13 @@ This module holds:
   stopped), the per-token log-probabilities of the sampling policy, the decoded text, and whether
   it was truncated (hit ``max_new_tokens`` without stopping).
 * :class:`HFGenerator` - left-padded batches through ``model.generate``.
-* :class:`VLLMGenerator` - ``vllm.LLM`` with in-place weight sync after each update.
-* :func:`response_end`, :func:`trim_response` and :func:`samples_from_vllm` - the
-  backend-independent bookkeeping.
+* :func:`response_end` and :func:`trim_response` - the backend-independent bookkeeping.
+
+The vLLM backend lives in :mod:`learners.llm.vllm_generator`. Every backend has the same methods:
+``generate``, ``score`` (temperature-1 log-probs of given responses under the backend's current
+weights, for the trainer's sync check), ``sync_weights`` (after each update), ``sleep`` /
+``wake_up`` (around the update) and ``exact_logprobs`` (whether ``generate``'s log-probs are the
+trainer's; if not, the trainer recomputes the PPO "old" log-probs).
 
 Both backends' ``generate(prompt_ids, *, greedy=False, stop=())`` take stop strings (an env
 prompt's ``AgentPrompt.stop``, e.g. ``("</action>",)``): a response ends right after the first
@@ -30,23 +34,15 @@ verl's recomputed ``old_log_prob``). Greedy decoding reports temperature-1 log-p
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from learners.llm.policy import Policy, common_prefix_length
+from learners.llm.policy import Policy, common_prefix_length, response_logprobs
 
-__all__ = [
-    "Sample",
-    "HFGenerator",
-    "VLLMGenerator",
-    "response_end",
-    "trim_response",
-    "samples_from_vllm",
-]
+__all__ = ["Sample", "HFGenerator", "response_end", "trim_response"]
 
 
 @dataclass
@@ -155,8 +151,23 @@ class HFGenerator:
         self.batch_size = batch_size
         self._criteria: dict[tuple[str, ...], Any] = {}
 
+    #: ``generate``'s log-probs are the trainer's (the same model, the full distribution).
+    exact_logprobs = True
+
     def sync_weights(self) -> None:
         """Nothing to do: HF generation uses the training model itself."""
+
+    def sleep(self) -> None:
+        """Nothing to free: the generator holds no memory of its own between calls."""
+
+    def wake_up(self) -> None:
+        """Nothing to restore (see :meth:`sleep`)."""
+
+    def score(
+        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """Temperature-1 log-probs of each response token given its prompt, one list per pair."""
+        return response_logprobs(self.policy, prompts, responses, batch_size=self.batch_size)
 
     def _stop_criteria(self, stop: tuple[str, ...]) -> Any:
         """transformers' ``StopStringCriteria`` for ``stop``, built once per stop tuple (building
@@ -247,99 +258,3 @@ class HFGenerator:
             truncated = end is None and len(kept) >= self.max_new_tokens
             samples.append(Sample(kept, lps, decode(kept), truncated))
         return samples
-
-
-def samples_from_vllm(outputs: Sequence[Any], decode) -> list[Sample]:
-    """Convert ``vllm.RequestOutput`` objects (``logprobs=0`` requested) into :class:`Sample` objects.
-
-    ``decode`` maps token ids to text (the tokenizer's, special tokens skipped); the text is the
-    decoded ids (not vLLM's text, which is cut at the stop string). A completion whose
-    ``finish_reason`` is ``"length"`` is truncated.
-    """
-    samples = []
-    for request in outputs:
-        completion = request.outputs[0]
-        ids = list(completion.token_ids)
-        lps = [float(step[tok].logprob) for tok, step in zip(ids, completion.logprobs, strict=True)]
-        truncated = getattr(completion, "finish_reason", None) == "length"
-        samples.append(Sample(ids, lps, decode(ids), truncated))
-    return samples
-
-
-class VLLMGenerator:
-    """Sample with vLLM on a GPU; call :meth:`sync_weights` after every optimizer step.
-
-    Args:
-        policy: the training policy (its tokenizer decodes; its weights are pushed to vLLM).
-        model_path: the HF directory vLLM loads initially (the same weights as ``policy``).
-        gpu_memory_utilization: share of GPU memory vLLM may take (the trainer needs the rest).
-        Other arguments as :class:`HFGenerator`.
-
-    Raises:
-        ImportError: with install instructions when vLLM is not installed.
-    """
-
-    def __init__(
-        self,
-        policy: Policy,
-        model_path: str,
-        *,
-        max_new_tokens: int = 64,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        gpu_memory_utilization: float = 0.4,
-        seed: int = 0,
-    ) -> None:
-        # in-process engine: weight sync calls into the worker directly, without pickling tensors
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        try:
-            from vllm import LLM, SamplingParams
-        except ImportError as exc:
-            raise ImportError(
-                "the vLLM backend needs vllm on a CUDA machine (pip install vllm); "
-                "use --backend hf on CPU"
-            ) from exc
-        self.policy = policy
-        self._params = SamplingParams
-        self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
-        self.llm = LLM(
-            model=str(model_path),
-            gpu_memory_utilization=gpu_memory_utilization,
-            seed=seed,
-            enable_prefix_caching=True,
-        )
-
-    def sync_weights(self) -> None:
-        """Push the policy's current weights into the vLLM engine (LoRA merged first)."""
-        model = self.policy.model
-        if hasattr(model, "merge_and_unload"):
-            import copy
-
-            model = copy.deepcopy(model).merge_and_unload()
-        weights = [(k, v.detach()) for k, v in model.state_dict().items()]
-
-        def load(worker: Any) -> None:
-            worker.model_runner.model.load_weights(weights)
-
-        self.llm.collective_rpc(load)
-        self.llm.reset_prefix_cache()
-
-    def generate(
-        self, prompts: Sequence[Sequence[int]], *, greedy: bool = False, stop: Sequence[str] = ()
-    ) -> list[Sample]:
-        """One :class:`Sample` per prompt; a row also stops right after any string of ``stop``."""
-        params = self._params(
-            n=1,
-            temperature=0.0 if greedy else self.temperature,
-            top_p=1.0 if greedy else self.top_p,
-            max_tokens=self.max_new_tokens,
-            logprobs=0,
-            stop_token_ids=self.policy.stop_ids,
-            stop=list(stop) or None,
-            include_stop_str_in_output=True,
-        )
-        requests = [{"prompt_token_ids": list(p)} for p in prompts]
-        outputs = self.llm.generate(requests, params, use_tqdm=False)
-        return samples_from_vllm(
-            outputs, lambda ids: self.policy.tokenizer.decode(ids, skip_special_tokens=True)
-        )

@@ -10,6 +10,7 @@ This module holds:
 * :func:`common_prefix_length` - the token prefix a batch of prompts shares.
 * :func:`response_logits` - the logits that predict each response token, ``(B, T, V)``, without
   computing the LM head over the prompt.
+* :func:`response_logprobs` - per-token log-probabilities of given responses, in batches.
 
 >>> from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 >>> tok = build_tiny_tokenizer()
@@ -19,6 +20,8 @@ This module holds:
 ([[5, 6, 7, 9, 0], [0, 0, 8, 10, 11]], [[1.0, 0.0], [1.0, 1.0]])
 >>> tuple(response_logits(policy.model, batch).shape) == (2, 2, len(tok))
 True
+>>> [len(lp) for lp in response_logprobs(policy, [[5, 6, 7], [8]], [[9], [10, 11]])]
+[1, 2]
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Any
 
 import torch
 
+from learners.llm.loss import token_logprobs
+
 __all__ = [
     "Policy",
     "PackedBatch",
@@ -37,6 +42,7 @@ __all__ = [
     "collate",
     "common_prefix_length",
     "response_logits",
+    "response_logprobs",
 ]
 
 
@@ -199,3 +205,26 @@ def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
         use_cache=cache is not None,
     )
     return out.logits[:, :-1]
+
+
+@torch.no_grad()
+def response_logprobs(
+    policy: Policy,
+    prompts: Sequence[Sequence[int]],
+    responses: Sequence[Sequence[int]],
+    *,
+    temperature: float = 1.0,
+    batch_size: int = 8,
+    min_shared_prefix: int = 0,
+) -> list[list[float]]:
+    """``log softmax(logits / temperature)`` of each response token under ``policy.model``'s current
+    weights (no gradients; runs in the caller's autocast context, if any): one list per response,
+    as long as it, in batches of ``batch_size`` pairs."""
+    out: list[list[float]] = []
+    for start in range(0, len(prompts), batch_size):
+        rows = slice(start, start + batch_size)
+        batch = collate(prompts[rows], responses[rows], policy.pad_id, min_shared_prefix)
+        batch = batch.to(policy.device)
+        lp = token_logprobs(response_logits(policy.model, batch), batch.response_ids, temperature)
+        out += [lp[i, : len(r)].float().cpu().tolist() for i, r in enumerate(responses[rows])]
+    return out

@@ -36,6 +36,7 @@ id; no env state crosses an iteration).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import random
@@ -52,7 +53,8 @@ import torch
 from agentenvs.core.trajectory import Step
 from learners.llm.config import TrainConfig
 from learners.llm.cursor import TaskCursor
-from learners.llm.generation import HFGenerator, VLLMGenerator
+from learners.llm.generation import HFGenerator
+from learners.llm.logprob_gap import logprob_gap
 from learners.llm.loss import (
     aggregate,
     broadcast_advantages,
@@ -62,7 +64,7 @@ from learners.llm.loss import (
     token_logprobs,
 )
 from learners.llm.metrics import MetricsLogger, plot_learning_curve, rollout_metrics
-from learners.llm.policy import Policy, collate, response_logits
+from learners.llm.policy import Policy, collate, response_logits, response_logprobs
 from learners.llm.rollout import (
     Sampler,
     block_size,
@@ -83,6 +85,8 @@ def build_generator(
 ) -> Any:
     """The sampling backend of ``config.backend`` (vLLM needs ``model_path``, the HF directory)."""
     if config.backend == "vllm":
+        from learners.llm.vllm_generator import VLLMGenerator
+
         if model_path is None:
             raise ValueError("the vLLM backend needs the model directory (model_path)")
         return VLLMGenerator(
@@ -91,6 +95,10 @@ def build_generator(
             max_new_tokens=max_new_tokens,
             temperature=config.temperature,
             top_p=config.top_p,
+            gpu_memory_utilization=config.vllm_gpu_memory_utilization,
+            max_model_len=config.vllm_max_model_len,
+            sleep=config.vllm_sleep,
+            max_lora_rank=config.vllm_max_lora_rank,
             seed=config.seed,
         )
     return HFGenerator(
@@ -162,6 +170,10 @@ class Trainer:
         self.cursor = TaskCursor(train_ids, seed=config.seed)
         self.max_new_tokens = config.max_new_tokens or max(p.max_new_tokens for p in self.prompts)
         self.generator = build_generator(config, policy, self.max_new_tokens, model_path)
+        if not self.generator.exact_logprobs and not config.recompute_old_logprobs:
+            # the backend's log-probs are not the trainer's (vLLM with top_p < 1, or without
+            # processed log-probs): PPO's old log-probs come from a trainer forward instead
+            self.config = config = dataclasses.replace(config, recompute_old_logprobs=True)
         self.lora = hasattr(policy.model, "disable_adapter")
         self.ref_model = None
         if config.kl_coef and not self.lora:
@@ -237,19 +249,26 @@ class Trainer:
         groups, dropped, sample = self.collect()
         stats = sample.stats
         t0 = time.perf_counter()
-        update = self.update([s for g in groups for t in g for s in t.steps])
+        steps = [s for g in groups for t in g for s in t.steps]
+        self.generator.sleep()  # vLLM sleep mode: the engine's GPU memory is the update's
+        update = self.update(steps)
         update_s = time.perf_counter() - t0
         self.generator.sync_weights()
+        self.generator.wake_up()
+        sync = self.check_sync(steps)
+        sync_s = time.perf_counter() - t0 - update_s
         self.iteration += 1
         total = time.perf_counter() - start
         metrics = rollout_metrics(groups)
         metrics.update(update)
+        metrics.update(sync)
         metrics.update(
             groups=float(len(groups)),
             groups_dropped=float(dropped),
             time_generate=stats.generate_s,
             time_env=stats.env_s,
             time_update=update_s,
+            time_sync=sync_s,
             time_iteration=total,
             outside_model_share=(total - stats.generate_s - update_s) / total,
             gen_tokens=float(stats.tokens),
@@ -401,6 +420,29 @@ class Trainer:
             truncated_frac=float(truncated.float().mean()),
         )
         return out
+
+    def check_sync(self, steps: Sequence[Step]) -> dict[str, float]:
+        """Score the first ``config.logprob_check_samples`` step-samples of ``steps`` with the
+        sampling backend and with the training model (temperature 1); returns
+        ``sync/logprob_gap`` (mean absolute difference per response token, nats) and
+        ``sync/logprob_gap_max`` (see :mod:`learners.llm.logprob_gap`), or nothing when off."""
+        chosen = [s for s in steps if len(s.extras.get("response_ids", ()))]
+        chosen = chosen[: self.config.logprob_check_samples]
+        if not chosen:
+            return {}
+        prompts = [s.extras["prompt_ids"].tolist() for s in chosen]
+        responses = [s.extras["response_ids"].tolist() for s in chosen]
+        backend = self.generator.score(prompts, responses)
+        with self._autocast():
+            trainer = response_logprobs(
+                self.policy,
+                prompts,
+                responses,
+                batch_size=self.config.micro_batch_size,
+                min_shared_prefix=self.config.min_shared_prefix,
+            )
+        mean, worst = logprob_gap(backend, trainer)
+        return {"sync/logprob_gap": mean, "sync/logprob_gap_max": worst}
 
     # -- evaluation --------------------------------------------------------------------------------
     def evaluate(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
