@@ -176,11 +176,6 @@ def main() -> None:
         trainer.load_checkpoint()
     rows = trainer.train()
     trainer.close()
-    if args.export != "none":
-        from learners.llm.export import export_policy
-
-        path = export_policy(policy, os.path.join(args.out, "policy"), args.export == "merged")
-        print(f"policy exported ({args.export}) to {path}")
 
     # 5. Report: success on the test tasks before and after training.
     evals = [r for r in rows if "eval/success_rate" in r]
@@ -192,6 +187,13 @@ def main() -> None:
             f"{last['eval/success_rate']:.3f} (valid actions {last['eval/valid_action_rate']:.3f}) "
             f"over {len(trainer.test_tasks)} tasks; curve in {args.out}/learning_curve.png"
         )
+
+    # 6. The trained policy: an HF model directory (LoRA merged) or the LoRA adapter alone.
+    if args.export != "none":
+        from learners.llm.export import export_policy
+
+        path = export_policy(policy, os.path.join(args.out, "policy"), args.export == "merged")
+        print(f"policy exported ({args.export}) to {path}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ Modules (import what you need; all need the ``llm`` extra: torch, transformers, 
 
 * :mod:`~learners.llm.config` - :class:`TrainConfig`, every default with its source.
 * :mod:`~learners.llm.policy` - model + tokenizer + chat template; response-token forward pass.
-* :mod:`~learners.llm.generation` - HF ``generate`` and vLLM sampling backends.
+* :mod:`~learners.llm.generation` - the HF ``generate`` sampling backend.
+* :mod:`~learners.llm.vllm_generator` - the vLLM backend (CUDA): log-probs, weight and LoRA sync,
+  sleep mode.
+* :mod:`~learners.llm.logprob_gap` - the backend-vs-trainer log-prob gap checked after each sync.
+* :mod:`~learners.llm.export` - a trained policy as an HF model directory or a LoRA adapter.
 * :mod:`~learners.llm.rollout` - batched one-sample-per-step rollouts through credit wrappers.
 * :mod:`~learners.llm.loss` - PPO-clip, k3 KL, entropy, advantage broadcast (pure functions).
 * :mod:`~learners.llm.trainer` - the loop: credited rollouts, update, eval, metrics, checkpoints.
