@@ -34,7 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded
 import gymnasium as gym
 
 import agentenvs
-from learners.llm.config import TrainConfig
+from learners.llm.config import EVAL_MODES, TrainConfig
 from wrappers import METHODS, CreditWrapper, VectorCreditWrapper
 
 #: The main job's env options (only when ``--env`` is left at its default): rooms solvable in one
@@ -47,6 +47,9 @@ CONFIG_FLAGS = {
     "iterations": "--iterations",
     "lr": "--lr",
     "kl_coef": "--kl-coef",
+    "ppo_epochs": "--ppo-epochs",
+    "mini_batches": "--mini-batches",
+    "micro_batch_size": "--micro-batch-size",
     "clip_ratio_c": "--clip-ratio-c",
     "loss_agg_mode": "--loss-agg-mode",
     "max_new_tokens": "--max-new-tokens",
@@ -118,10 +121,16 @@ def parse_args() -> argparse.Namespace:
             kind = functools.partial(_optional, kind)
         p.add_argument(flag, dest=name, type=kind, default=getattr(defaults, name))
     p.add_argument(
-        "--eval-greedy",
-        action=argparse.BooleanOptionalAction,
-        default=defaults.eval_greedy,
-        help="greedy evaluation (default: sampled)",
+        "--eval-modes",
+        type=lambda text: tuple(m for m in text.split(",") if m),
+        default=defaults.eval_modes,
+        help=f"comma-separated decodings each evaluation runs (default: {','.join(EVAL_MODES)})",
+    )
+    p.add_argument(
+        "--eval-envs",
+        type=int,
+        default=64,
+        help="plain envs that play the test tasks at once (default 64; fewer for heavy envs)",
     )
     args = p.parse_args()
     if args.export == "adapter" and not args.lora:
@@ -160,7 +169,7 @@ def main() -> None:
     # 2. The configuration (every field documented in learners/llm/config.py).
     config = TrainConfig(
         **{name: getattr(args, name) for name in CONFIG_FLAGS},
-        eval_greedy=args.eval_greedy,
+        eval_modes=args.eval_modes,
         lora_rank=args.lora_rank if args.lora else 0,
     )
 
@@ -170,23 +179,39 @@ def main() -> None:
     policy = load_policy(model_dir, device=device, lora_rank=config.lora_rank)
     print(f"model {model_dir} on {device}; env {args.env} {env_kwargs}; credit {args.credit}")
 
-    # 4. Train on the credited groups, with evaluation and checkpoints.
-    trainer = Trainer(config, policy, args.out, envs, model_path=str(model_dir))
+    # 4. Train on the credited groups, with evaluation (plain envs, no credit) and checkpoints.
+    def make_eval_env() -> gym.Env:
+        return gym.make(args.env, **env_kwargs)
+
+    eval_envs = [make_eval_env] * max(1, min(args.eval_envs, config.eval_tasks))
+    trainer = Trainer(
+        config, policy, args.out, envs, eval_envs=eval_envs, model_path=str(model_dir)
+    )
     if args.resume:
         trainer.load_checkpoint()
     rows = trainer.train()
     trainer.close()
 
-    # 5. Report: success on the test tasks before and after training.
-    evals = [r for r in rows if "eval/success_rate" in r]
-    if evals:
+    # 5. Report: test success before and after training, per decoding, with the paired 95% interval.
+    for mode in config.eval_modes:
+        evals = [r for r in rows if f"eval/{mode}/success_rate" in r]
+        if not evals:
+            continue
+        key = f"eval/{mode}/"
         first, last = evals[0], evals[-1]
+        gain = ""
+        if key + "success_gain" in last:
+            gain = (
+                f", gain {last[key + 'success_gain']:+.3f} (95% interval "
+                f"{last[key + 'success_gain_low']:+.3f} to {last[key + 'success_gain_high']:+.3f})"
+            )
         print(
-            f"test success rate: before {first['eval/success_rate']:.3f} "
-            f"(valid actions {first['eval/valid_action_rate']:.3f}) -> after "
-            f"{last['eval/success_rate']:.3f} (valid actions {last['eval/valid_action_rate']:.3f}) "
-            f"over {len(trainer.test_tasks)} tasks; curve in {args.out}/learning_curve.png"
+            f"test success ({mode}, {len(trainer.test_tasks)} tasks): "
+            f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}{gain}; "
+            f"valid actions {first[key + 'valid_action_rate']:.3f} -> "
+            f"{last[key + 'valid_action_rate']:.3f}"
         )
+    print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
 
     # 6. The trained policy: an HF model directory (LoRA merged) or the LoRA adapter alone.
     if args.export != "none":

@@ -76,7 +76,7 @@ def test_valid_action_rate_rises_with_graph_credit(tmp_path):
             max_new_tokens=12,
             prompt_style="compact",
             eval_tasks=64,
-            eval_greedy=False,
+            eval_modes=("sampled",),
             torch_threads=1,
             seed=0,
         )
@@ -87,5 +87,5 @@ def test_valid_action_rate_rises_with_graph_credit(tmp_path):
         torch.set_num_threads(threads)
     before, after = rows[0], rows[-1]
     train_valid = [r["valid_action_rate"] for r in rows[1:]]
-    assert after["eval/valid_action_rate"] >= before["eval/valid_action_rate"] + 0.3
+    assert after["eval/sampled/valid_action_rate"] >= before["eval/sampled/valid_action_rate"] + 0.3
     assert sum(train_valid[-5:]) / 5 >= sum(train_valid[:5]) / 5 + 0.2

@@ -72,7 +72,10 @@ def test_one_iteration_on_graph_credit_wrappers(tmp_path):
         "sync/logprob_gap",
         "outside_model_share",
         "gen_tokens_per_s",
-        "eval/success_rate",
+        "eval/greedy/success_rate",
+        "eval/sampled/success_rate",
+        "eval/greedy/success_gain",
+        "eval/sampled/success_gain_low",
         "truncated_frac",
         "clip_frac_lower",
     ):
@@ -83,6 +86,26 @@ def test_one_iteration_on_graph_credit_wrappers(tmp_path):
     assert list((tmp_path / "tensorboard").iterdir())
 
 
+def test_evaluation_keeps_every_episode_and_reports_the_paired_gain(tmp_path):
+    config = TrainConfig(iterations=1, **{**SMALL, "eval_tasks": 3}, eval_modes=("greedy",))
+    trainer = Trainer(config, _policy(), tmp_path, _graph_envs(), tensorboard=False, progress=False)
+    rows = trainer.train()
+    outcomes = trainer.logger.outcomes
+    assert [(r["iteration"], r["mode"]) for r in outcomes] == [(0, "greedy")] * 3 + [
+        (1, "greedy")
+    ] * 3
+    assert [r["task_id"] for r in outcomes[:3]] == trainer.test_tasks
+    # the tiny model never wins: no task changes, so the gain and its interval are exactly 0
+    last = rows[-1]
+    assert (last["eval/greedy/success_gain"], last["eval/greedy/success_gain_low"]) == (0.0, 0.0)
+    assert not any(k.startswith("eval/sampled/") for r in rows for k in r)
+    # a resumed run forgets outcomes logged after its checkpoint's iteration
+    trainer.logger.truncate(0)
+    assert len(trainer.logger.outcomes) == 3
+    assert len((tmp_path / "eval_outcomes.jsonl").read_text().splitlines()) == 3
+    trainer.close()
+
+
 def test_one_iteration_on_a_grouped_vector_env(tmp_path):
     envs = VectorCreditWrapper(
         agentenvs.make_group_vec_env("agentenvs/Sokoban-v0", 2, 2, max_steps=2), "graph"
@@ -91,7 +114,7 @@ def test_one_iteration_on_a_grouped_vector_env(tmp_path):
     trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
     metrics = trainer.train_iteration()
     assert metrics["groups"] == 2.0 and metrics["samples"] == 8.0
-    assert trainer.evaluate()["eval/episode_len"] == 2.0  # on the sync sub-envs' base envs
+    assert trainer.evaluate()["eval/greedy/episode_len"] == 2.0  # on the sync sub-envs' base envs
     trainer.close()
 
 
@@ -188,7 +211,7 @@ def test_user_env_trains_with_the_generic_prompt(tmp_path):
     finally:
         del gym.registry["test/Echo-v0"]
     assert rows[-1]["groups"] == 2.0 and rows[-1]["samples"] == 8.0
-    assert rows[-1]["eval/episode_len"] == 2.0
+    assert rows[-1]["eval/sampled/episode_len"] == 2.0
 
 
 def _fresh(obs):

@@ -1,6 +1,7 @@
 """The learner's configuration: one dataclass whose defaults are the README's main job.
 
-This module holds :class:`TrainConfig` and :data:`LOSS_AGG_MODES` (verl's loss aggregation modes).
+This module holds :class:`TrainConfig`, :data:`LOSS_AGG_MODES` (verl's loss aggregation modes) and
+:data:`EVAL_MODES` (greedy and sampled decoding in evaluation).
 
 The environments, their credit wrappers and the group sizes are not configuration here: the
 trainer is handed credit-wrapped envs (see :class:`~learners.llm.trainer.Trainer`). Defaults are
@@ -27,7 +28,10 @@ from agentenvs.core.prompting import PROMPT_STYLES
 #: configuration needs no torch).
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
 
-__all__ = ["TrainConfig", "LOSS_AGG_MODES"]
+#: Decoding in evaluation: ``"greedy"`` (argmax) or ``"sampled"`` (at the training temperature).
+EVAL_MODES = ("greedy", "sampled")
+
+__all__ = ["TrainConfig", "LOSS_AGG_MODES", "EVAL_MODES"]
 
 
 @dataclass
@@ -80,8 +84,12 @@ class TrainConfig:
             (verl-agent's texts); each env supplies both through its ``agent_prompt`` hook.
         eval_every: evaluate every this many iterations (and before the first and after the last);
             0 = only before and after.
-        eval_tasks: test tasks per evaluation (one episode each).
-        eval_greedy: greedy decoding in evaluation (else sampled at ``temperature``).
+        eval_tasks: test tasks per evaluation (one episode each per mode).
+        eval_modes: the decodings every evaluation runs, each on every test task (see
+            :data:`EVAL_MODES`); each mode's metrics are ``eval/<mode>/...``, and at the end of
+            :meth:`~learners.llm.trainer.Trainer.train` the per-task change of success since the
+            first evaluation with its 95% interval (``eval/<mode>/success_gain`` and its
+            bounds ``..._low``, ``..._high``).
         checkpoint_every: save every this many iterations (0 = only at the end).
         seed: seeds the task cursor, the sampler and the mini-batch shuffles.
         backend: ``"hf"`` (transformers ``generate``) or ``"vllm"`` (GPU).
@@ -129,8 +137,8 @@ class TrainConfig:
     history_length: int | None = None
     prompt_style: str = "compact"
     eval_every: int = 0
-    eval_tasks: int = 16
-    eval_greedy: bool = False
+    eval_tasks: int = 64
+    eval_modes: tuple[str, ...] = EVAL_MODES
     checkpoint_every: int = 0
     seed: int = 0
     backend: str = "hf"
@@ -162,6 +170,13 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1 or None, got {self.max_new_tokens}")
+        self.eval_modes = tuple(self.eval_modes)
+        if not set(self.eval_modes) <= set(EVAL_MODES) or len(set(self.eval_modes)) < len(
+            self.eval_modes
+        ):
+            raise ValueError(
+                f"eval_modes must be distinct values of {EVAL_MODES}, got {self.eval_modes}"
+            )
         if self.iterations < 0 or self.eval_tasks < 0:
             raise ValueError("iterations and eval_tasks must be >= 0")
         util = self.vllm_gpu_memory_utilization

@@ -1,7 +1,14 @@
 """Run bookkeeping: metrics to CSV and TensorBoard, summaries of rollouts, the learning-curve PNG.
 
-This module holds :class:`MetricsLogger`, :func:`rollout_metrics` (success, return, valid-action
-rate and step-advantage statistics of a list of groups) and :func:`plot_learning_curve`.
+This module holds:
+
+* :class:`MetricsLogger` - one row of metrics per iteration (CSV, TensorBoard) and every evaluation
+  episode's outcome (``eval_outcomes.jsonl``).
+* :func:`rollout_metrics` - success, return, valid-action rate and step-advantage statistics of a
+  list of groups.
+* :func:`paired_difference` - the mean per-task change of an outcome between two evaluations on the
+  same tasks, with its 95% interval.
+* :func:`plot_learning_curve` - the PNG.
 
 >>> from agentenvs.core import Step, Trajectory
 >>> t = Trajectory("t", "g", [Step("o", "a", -0.1, action_valid=False, advantage=1.0),
@@ -14,6 +21,7 @@ rate and step-advantage statistics of a list of groups) and :func:`plot_learning
 from __future__ import annotations
 
 import csv
+import json
 import math
 import warnings
 from collections.abc import Sequence
@@ -24,7 +32,7 @@ import numpy as np
 
 from agentenvs.core.trajectory import Trajectory
 
-__all__ = ["MetricsLogger", "rollout_metrics", "plot_learning_curve"]
+__all__ = ["MetricsLogger", "rollout_metrics", "paired_difference", "plot_learning_curve"]
 
 
 def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") -> dict[str, float]:
@@ -48,11 +56,37 @@ def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") ->
     return {f"{prefix}{k}": v for k, v in out.items()}
 
 
+def paired_difference(
+    before: dict[str, float], after: dict[str, float], z: float = 1.96
+) -> tuple[float, float, float, int]:
+    """Mean of ``after[t] - before[t]`` over the tasks ``t`` both hold, and its confidence interval.
+
+    The interval is ``mean +- z * sd / sqrt(n)`` with ``sd`` the sample standard deviation of the
+    ``n`` paired differences (normal approximation; ``z = 1.96`` for 95%, fine from a few dozen
+    tasks up). Pairing by task removes the between-task variance: with 0/1 outcomes only the tasks
+    whose outcome changed move the mean. Returns ``(mean, low, high, n)``; NaNs when ``n == 0``
+    and a zero-width interval when ``n == 1``.
+
+    >>> before = {"a": 0.0, "b": 0.0, "c": 1.0, "d": 0.0}
+    >>> after = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0, "e": 1.0}  # "e" has no pair
+    >>> [round(x, 3) for x in paired_difference(before, after)]
+    [0.5, -0.066, 1.066, 4]
+    """
+    tasks = [t for t in before if t in after]
+    diffs = np.array([after[t] - before[t] for t in tasks], dtype=np.float64)
+    if not diffs.size:
+        return math.nan, math.nan, math.nan, 0
+    mean = float(diffs.mean())
+    half = z * float(diffs.std(ddof=1)) / math.sqrt(diffs.size) if diffs.size > 1 else 0.0
+    return mean, mean - half, mean + half, int(diffs.size)
+
+
 class MetricsLogger:
-    """One CSV row per logged iteration in ``out_dir/metrics.csv`` and, if available, TensorBoard.
+    """One CSV row per logged iteration in ``out_dir/metrics.csv`` and, if available, TensorBoard;
+    one JSON line per evaluation episode in ``out_dir/eval_outcomes.jsonl``.
 
     The CSV header is the union of all keys seen (the file is rewritten when a new key appears;
-    missing cells are empty). An existing file is read back, so a resumed run keeps appending.
+    missing cells are empty). Existing files are read back, so a resumed run keeps appending.
     """
 
     def __init__(self, out_dir: str | Path, tensorboard: bool = True) -> None:
@@ -67,6 +101,10 @@ class MetricsLogger:
                     for r in csv.DictReader(f)
                 ]
         self._fields = list(dict.fromkeys(k for r in self.rows for k in r))
+        self.outcomes_path = self.out_dir / "eval_outcomes.jsonl"
+        self.outcomes: list[dict[str, Any]] = []
+        if self.outcomes_path.exists():
+            self.outcomes = [json.loads(line) for line in self.outcomes_path.open() if line.strip()]
         self._tb = None
         if tensorboard:
             try:
@@ -96,8 +134,39 @@ class MetricsLogger:
                     self._tb.add_scalar(key, value, iteration)
             self._tb.flush()
 
+    def log_outcomes(self, iteration: int, mode: str, trajectories: Sequence[Trajectory]) -> None:
+        """Record each evaluation episode: iteration, decoding ``mode``, task id, success, return,
+        length and valid-action share."""
+        rows = [
+            {
+                "iteration": iteration,
+                "mode": mode,
+                "task_id": t.task_id,
+                "success": bool(t.success),
+                "return": t.total_return,
+                "length": len(t),
+                "valid": float(np.mean([s.action_valid for s in t.steps])) if t.steps else 0.0,
+            }
+            for t in trajectories
+        ]
+        self.outcomes += rows
+        with self.outcomes_path.open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+
+    def successes(self, iteration: int, mode: str) -> dict[str, float]:
+        """``{task_id: 1.0 or 0.0}`` of the evaluation logged at ``iteration`` in ``mode``."""
+        return {
+            r["task_id"]: float(r["success"])
+            for r in self.outcomes
+            if r["iteration"] == iteration and r["mode"] == mode
+        }
+
     def truncate(self, last_iteration: int) -> None:
-        """Forget rows after ``last_iteration`` (a fresh run passes -1; a resumed one its iteration)."""
+        """Forget rows and outcomes after ``last_iteration`` (a fresh run passes -1; a resumed one
+        its iteration)."""
+        self.outcomes = [r for r in self.outcomes if r["iteration"] <= last_iteration]
+        with self.outcomes_path.open("w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in self.outcomes)
         self.rows = [r for r in self.rows if r["iteration"] <= last_iteration]
         self._fields = list(dict.fromkeys(k for r in self.rows for k in r))
         with self.csv_path.open("w", newline="") as f:
@@ -112,7 +181,8 @@ class MetricsLogger:
 
 
 def plot_learning_curve(rows: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
-    """Plot train and eval success and valid-action rates per iteration; ``None`` without matplotlib."""
+    """Plot train and eval (per decoding mode) success and valid-action rates per iteration;
+    ``None`` without matplotlib."""
     try:
         import matplotlib
 
@@ -122,12 +192,16 @@ def plot_learning_curve(rows: Sequence[dict[str, Any]], path: str | Path) -> Pat
         warnings.warn("matplotlib is not installed; no learning-curve PNG", stacklevel=2)
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
-    for key, label in (
-        ("success_rate", "train success"),
-        ("valid_action_rate", "train valid-action rate"),
-        ("eval/success_rate", "eval success"),
-        ("eval/valid_action_rate", "eval valid-action rate"),
-    ):
+    curves = [("success_rate", "train success"), ("valid_action_rate", "train valid-action rate")]
+    modes = dict.fromkeys(
+        k.split("/")[1] for r in rows for k in r if k.startswith("eval/") and k.count("/") == 2
+    )
+    for mode in modes:  # eval/<mode>/...
+        curves += [
+            (f"eval/{mode}/success_rate", f"eval success ({mode})"),
+            (f"eval/{mode}/valid_action_rate", f"eval valid-action rate ({mode})"),
+        ]
+    for key, label in curves:
         pts = [(r["iteration"], r[key]) for r in rows if key in r and math.isfinite(r[key])]
         if pts:
             xs, ys = zip(*pts, strict=True)

@@ -26,7 +26,8 @@ One iteration:
    its response tokens, dual-clip PPO, k3 KL to the frozen reference, the loss aggregated by
    ``loss_agg_mode`` over each mini-batch, gradient accumulation over micro-batches, truncated
    responses optionally given zero weight, bf16 autocast on CUDA, optional LoRA);
-4. log metrics (CSV, TensorBoard, tqdm), evaluate on test tasks, checkpoint.
+4. log metrics (CSV, TensorBoard, tqdm), evaluate on test tasks (greedy and sampled, every
+   episode's outcome kept, the before/after gain with its 95% interval), checkpoint.
 
 Checkpoints hold the model and optimizer state, every RNG state, the iteration and the task-cursor
 position, so a resumed run continues bit-exactly on CPU (every group starts from an explicit task
@@ -63,7 +64,12 @@ from learners.llm.loss import (
     ppo_objective,
     token_logprobs,
 )
-from learners.llm.metrics import MetricsLogger, plot_learning_curve, rollout_metrics
+from learners.llm.metrics import (
+    MetricsLogger,
+    paired_difference,
+    plot_learning_curve,
+    rollout_metrics,
+)
 from learners.llm.policy import Policy, collate, response_logits, response_logprobs
 from learners.llm.rollout import (
     Sampler,
@@ -446,28 +452,48 @@ class Trainer:
 
     # -- evaluation --------------------------------------------------------------------------------
     def evaluate(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
-        """One uncredited episode per test task, batched over the eval envs (greedy if
-        ``config.eval_greedy``). Sampling here never disturbs the training RNG stream.
-        Returns ``eval/``-prefixed metrics."""
+        """One uncredited episode per test task and decoding mode (``config.eval_modes``),
+        batched over the eval envs; each episode's outcome goes to ``eval_outcomes.jsonl`` under
+        the current iteration. Sampling here never disturbs the training RNG stream.
+        Returns ``eval/<mode>/``-prefixed metrics."""
         tasks = list(self.test_tasks if tasks is None else tasks)
+        metrics: dict[str, float] = {}
         if not tasks:
-            return {}
+            return metrics
         envs = self.eval_envs
-        sample = Sampler(
-            self.policy,
-            self.generator,
-            greedy=self.config.eval_greedy,
-            stop_at_action_end=self.config.stop_at_action_end,
-        )
-        trajs = []
         cuda = [torch.cuda.current_device()] if self.policy.device.startswith("cuda") else []
-        with torch.random.fork_rng(devices=cuda):
-            for i in range(0, len(tasks), len(envs)):
-                chunk = tasks[i : i + len(envs)]
-                trajs += play_episodes(envs[: len(chunk)], chunk, self.eval_prompts, sample)
-        metrics = rollout_metrics([trajs], prefix="eval/")
-        metrics["eval/time"] = sample.stats.generate_s + sample.stats.env_s
+        for mode in self.config.eval_modes:
+            sample = Sampler(
+                self.policy,
+                self.generator,
+                greedy=mode == "greedy",
+                stop_at_action_end=self.config.stop_at_action_end,
+            )
+            trajs = []
+            with torch.random.fork_rng(devices=cuda):
+                for i in range(0, len(tasks), len(envs)):
+                    chunk = tasks[i : i + len(envs)]
+                    trajs += play_episodes(envs[: len(chunk)], chunk, self.eval_prompts, sample)
+            self.logger.log_outcomes(self.iteration, mode, trajs)
+            metrics.update(rollout_metrics([trajs], prefix=f"eval/{mode}/"))
+            metrics[f"eval/{mode}/time"] = sample.stats.generate_s + sample.stats.env_s
         return metrics
+
+    def success_gains(self) -> dict[str, float]:
+        """Per decoding mode, the mean per-task change of test success from the first evaluation
+        (iteration 0) to the one at the current iteration, with its 95% interval (see
+        :func:`~learners.llm.metrics.paired_difference`): ``eval/<mode>/success_gain``,
+        ``..._low``, ``..._high``; nothing for a mode without both evaluations."""
+        out = {}
+        for mode in self.config.eval_modes:
+            before = self.logger.successes(0, mode)
+            after = self.logger.successes(self.iteration, mode)
+            if not before or not after or self.iteration == 0:
+                continue
+            gain, low, high, _ = paired_difference(before, after)
+            key = f"eval/{mode}/success_gain"
+            out.update({key: gain, f"{key}_low": low, f"{key}_high": high})
+        return out
 
     # -- checkpoints -------------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
@@ -509,7 +535,7 @@ class Trainer:
         """Train up to ``iterations`` total (default ``config.iterations``); returns all logged rows.
 
         Evaluates before the first iteration of a fresh run, every ``eval_every`` iterations and
-        after the last; checkpoints every ``checkpoint_every`` and at the end; draws the PNG.
+        after the last, where it also logs :meth:`success_gains`; checkpoints every ``checkpoint_every`` and at the end; draws the PNG.
         Metric rows already in ``out_dir`` past the current iteration are dropped first (a fresh run
         starts a fresh CSV; a resumed one keeps its history up to the checkpoint).
         """
@@ -533,6 +559,8 @@ class Trainer:
             last = self.iteration == total
             if last or (cfg.eval_every and self.iteration % cfg.eval_every == 0):
                 metrics.update(self.evaluate())
+            if last:
+                metrics.update(self.success_gains())
             self.logger.log(self.iteration, metrics)
             if last or (cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0):
                 self.save_checkpoint()
