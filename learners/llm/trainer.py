@@ -431,7 +431,12 @@ class Trainer:
         """Score the first ``config.logprob_check_samples`` step-samples of ``steps`` with the
         sampling backend and with the training model (temperature 1); returns
         ``sync/logprob_gap`` (mean absolute difference per response token, nats) and
-        ``sync/logprob_gap_max`` (see :mod:`learners.llm.logprob_gap`), or nothing when off."""
+        ``sync/logprob_gap_max`` (see :mod:`learners.llm.logprob_gap`), or nothing when off.
+
+        An HF generator that samples from the training model itself cannot drift from it: it is
+        not checked."""
+        if isinstance(self.generator, HFGenerator) and self.generator.policy is self.policy:
+            return {}
         chosen = [s for s in steps if len(s.extras.get("response_ids", ()))]
         chosen = chosen[: self.config.logprob_check_samples]
         if not chosen:
