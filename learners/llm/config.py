@@ -180,9 +180,13 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
-            raise ValueError(f"micro_batch_tokens must be >= 1 or None, got {self.micro_batch_tokens}")
+            raise ValueError(
+                f"micro_batch_tokens must be >= 1 or None, got {self.micro_batch_tokens}"
+            )
         if self.weight_dtype not in WEIGHT_DTYPES:
-            raise ValueError(f"weight_dtype must be one of {WEIGHT_DTYPES}, got {self.weight_dtype!r}")
+            raise ValueError(
+                f"weight_dtype must be one of {WEIGHT_DTYPES}, got {self.weight_dtype!r}"
+            )
         if self.autocast not in AUTOCAST_MODES:
             raise ValueError(f"autocast must be one of {AUTOCAST_MODES}, got {self.autocast!r}")
         if self.autocast in ("bfloat16", "float16") and self.weight_dtype != "float32":

@@ -72,8 +72,7 @@ def warn_if_unfit(
         warnings.warn(f"memory estimate skipped ({type(exc).__name__}: {exc})", stacklevel=2)
         return None
     fix = (
-        f"a micro-batch of at most {rows} x {seq_len} tokens (micro_batch_tokens="
-        f"{rows * seq_len})"
+        f"a micro-batch of at most {rows} x {seq_len} tokens (micro_batch_tokens={rows * seq_len})"
         if rows
         else "not even one sequence fits"
     )
