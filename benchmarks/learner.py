@@ -1,12 +1,19 @@
-"""Benchmark the LLM learner: generation and update throughput, and time spent outside the model.
+"""Benchmark the LLM learner: throughput and peak memory per precision and checkpointing choice.
 
-Runs a few training iterations on credit-wrapped envs, as a user would (the first iteration is a
-warm-up and is not counted), and prints tokens/s for generation (response tokens) and for the update
-(prompt + response tokens through forward and backward), the iteration time split, and the share of
-iteration time outside generation and update (env steps, credit assignment inside the wrappers,
-prompt rendering, tokenisation, bookkeeping; target < 10%).
+Each configuration runs in a fresh child process: a few training iterations on credit-wrapped envs,
+as a user would (the first iteration is a warm-up and is not counted). It reports tokens/s for
+generation (response tokens) and for the update (prompt + response tokens through forward and
+backward), the share of iteration time outside generation and update (env steps, credit
+assignment, prompt rendering, tokenisation, bookkeeping; target < 10%), and the peak memory of the
+measured iterations: on CPU the process's peak RSS (its high-water mark reset after the warm-up),
+on CUDA ``torch.cuda.max_memory_allocated``. Ratios are against the first configuration (fp32
+weights, no checkpointing) measured in the same run. The numbers are printed, not asserted.
 
-    python benchmarks/learner.py                          # tiny model, seconds
+Configurations: weights fp32 (with the default autocast: bf16 on CUDA, none on CPU), bf16 without
+and with fp32 master weights, and fp16 with masters and loss scaling (CUDA only: CPU float16
+matmuls are emulated), each without and with gradient checkpointing.
+
+    python benchmarks/learner.py                          # tiny model, about a minute
     python benchmarks/learner.py --model smollm2 --iterations 2 --threads 2
     python benchmarks/learner.py --rollout sequential     # one env per group, members in a row
 """
@@ -14,27 +21,35 @@ prompt rendering, tokenisation, bookkeeping; target < 10%).
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+#: (label, TrainConfig precision fields); each also runs with gradient checkpointing.
+PRECISIONS = [
+    ("fp32", {"weight_dtype": "float32"}),
+    ("bf16", {"weight_dtype": "bfloat16", "master_weights": False}),
+    ("bf16 + fp32 masters", {"weight_dtype": "bfloat16", "master_weights": True}),
+    ("fp16 + masters, scaled", {"weight_dtype": "float16", "master_weights": True}),
+]
 
-def main() -> None:
-    p = argparse.ArgumentParser(description="LLM learner throughput")
-    p.add_argument("--model", default="tiny", help="'tiny', 'smollm2' or a local HF dir")
-    p.add_argument("--env", default="agentenvs/Sokoban-v0")
-    p.add_argument("--credit", default="graph")
-    p.add_argument("--rollout", default="parallel", choices=["parallel", "sequential"])
-    p.add_argument("--iterations", type=int, default=3, help="measured iterations (+1 warm-up)")
-    p.add_argument("--groups", type=int, default=2)
-    p.add_argument("--group-size", type=int, default=4)
-    p.add_argument("--max-steps", type=int, default=3)
-    p.add_argument("--max-new-tokens", type=int, default=32)
-    p.add_argument("--prompt", default="reference", choices=["reference", "compact"])
-    p.add_argument("--threads", type=int, default=1)
-    args = p.parse_args()
 
+def _peak_rss() -> int:
+    """The process's RSS high-water mark (bytes, Linux)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
+    """Warm up, measure ``args.iterations`` training iterations with ``fields`` set; returns the
+    summed metrics and the peak memory (bytes) of the measured iterations."""
     import gymnasium as gym
     import torch
 
@@ -42,10 +57,12 @@ def main() -> None:
     from learners.llm.config import TrainConfig
     from learners.llm.models import resolve_model
     from learners.llm.policy import load_policy
+    from learners.llm.precision import DTYPES
     from learners.llm.trainer import Trainer
     from wrappers import METHODS, VectorCreditWrapper
 
     torch.set_num_threads(args.threads)
+    cuda = torch.cuda.is_available()
     kwargs = {"max_steps": args.max_steps}
     if args.rollout == "parallel":
         grouped = agentenvs.make_group_vec_env(args.env, args.groups, args.group_size, **kwargs)
@@ -59,30 +76,102 @@ def main() -> None:
         lr=1e-5,
         eval_tasks=0,
         torch_threads=args.threads,
+        **fields,
     )
-    policy = load_policy(resolve_model(args.model))
+    device = "cuda" if cuda else "cpu"
+    dtype = DTYPES[config.weight_dtype]
+    policy = load_policy(resolve_model(args.model), device=device, dtype=dtype)
     with tempfile.TemporaryDirectory() as out:
         trainer = Trainer(config, policy, out, envs, tensorboard=False, progress=False)
         trainer.train_iteration()  # warm-up
+        if cuda:
+            torch.cuda.reset_peak_memory_stats()
+        else:
+            Path("/proc/self/clear_refs").write_text("5")  # reset the RSS high-water mark
         runs = [trainer.train_iteration() for _ in range(args.iterations)]
+        peak = torch.cuda.max_memory_allocated() if cuda else _peak_rss()
         trainer.close()
+    keys = ("samples", "gen_tokens", "time_generate", "update_tokens", "time_update")
+    totals = {k: sum(r[k] for r in runs) for k in (*keys, "time_env", "time_iteration")}
+    totals["skipped_steps"] = sum(r.get("skipped_steps", 0.0) for r in runs)
+    return {**totals, "peak": float(peak), "device": device}
 
-    def total(key: str) -> float:
-        return sum(r[key] for r in runs)
 
-    wall = total("time_iteration")
-    model = total("time_generate") + total("time_update")
+def main() -> None:
+    p = argparse.ArgumentParser(description="LLM learner throughput and memory")
+    p.add_argument("--model", default="tiny", help="'tiny', 'smollm2' or a local HF dir")
+    p.add_argument("--env", default="agentenvs/Sokoban-v0")
+    p.add_argument("--credit", default="graph")
+    p.add_argument("--rollout", default="parallel", choices=["parallel", "sequential"])
+    p.add_argument("--iterations", type=int, default=3, help="measured iterations (+1 warm-up)")
+    p.add_argument("--groups", type=int, default=2)
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--max-steps", type=int, default=3)
+    p.add_argument("--max-new-tokens", type=int, default=32)
+    p.add_argument("--prompt", default="reference", choices=["reference", "compact"])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)  # one configuration (JSON)
+    args = p.parse_args()
+    if args.child is not None:
+        print(json.dumps(run_config(args, json.loads(args.child))))
+        return
+
+    import torch
+
+    cuda = torch.cuda.is_available()
+    configs = [
+        (f"{label}{', ckpt' if ckpt else ''}", {**fields, "gradient_checkpointing": ckpt})
+        for label, fields in PRECISIONS
+        if cuda or fields["weight_dtype"] != "float16"
+        for ckpt in (False, True)
+    ]
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    results = []
+    for label, fields in configs:
+        done = subprocess.run(
+            [sys.executable, __file__, *sys.argv[1:], "--child", json.dumps(fields)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if done.returncode != 0:
+            print(f"{label}: failed\n{done.stderr[-2000:]}")
+            continue
+        results.append((label, json.loads(done.stdout.strip().splitlines()[-1])))
+    if not results:
+        return
+    first = results[0][1]
+    memory = "peak allocated" if first["device"] == "cuda" else "peak RSS"
     print(
-        f"model {args.model}, credit {args.credit}, {args.groups}x{args.group_size} "
-        f"({args.rollout}), "
-        f"{args.threads} thread(s), {args.iterations} iterations after a warm-up"
+        f"model {args.model} on {first['device']}, credit {args.credit}, "
+        f"{args.groups}x{args.group_size} ({args.rollout}), {args.threads} thread(s), "
+        f"{args.iterations} iterations after a warm-up, "
+        f"{first['samples'] / args.iterations:.1f} step-samples per iteration"
     )
-    print(f"  step-samples per iteration  {total('samples') / len(runs):10.1f}")
-    print(f"  generation tokens/s         {total('gen_tokens') / total('time_generate'):10.1f}")
-    print(f"  update tokens/s (fwd+bwd)   {total('update_tokens') / total('time_update'):10.1f}")
-    for key in ("time_generate", "time_update", "time_env"):
-        print(f"  {key:<27} {total(key) / wall:10.1%}")
-    print(f"  outside the model           {(wall - model) / wall:10.1%}   (target < 10%)")
+    print(
+        f"{'configuration':<30}{'gen tok/s':>11}{'upd tok/s':>11}{memory + ' MiB':>19}"
+        f"{'gen x':>8}{'upd x':>8}{'mem x':>8}{'outside':>9}{'skipped':>9}"
+    )
+
+    def rates(r: dict) -> tuple[float, float]:
+        return r["gen_tokens"] / r["time_generate"], r["update_tokens"] / r["time_update"]
+
+    base_gen, base_upd = rates(first)
+    for label, r in results:
+        gen, upd = rates(r)
+        outside = (r["time_iteration"] - r["time_generate"] - r["time_update"]) / r[
+            "time_iteration"
+        ]
+        print(
+            f"{label:<30}{gen:>11.1f}{upd:>11.1f}{r['peak'] / 2**20:>19.1f}"
+            f"{gen / base_gen:>8.2f}{upd / base_upd:>8.2f}{r['peak'] / first['peak']:>8.2f}"
+            f"{outside:>9.1%}{r['skipped_steps']:>9.0f}"
+        )
 
 
 if __name__ == "__main__":

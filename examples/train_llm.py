@@ -68,6 +68,12 @@ CONFIG_FLAGS = {
     "vllm_max_lora_rank": "--vllm-max-lora-rank",
     "logprob_check_samples": "--logprob-check-samples",
     "torch_threads": "--threads",
+    "micro_batch_tokens": "--micro-batch-tokens",
+    "weight_dtype": "--weight-dtype",
+    "master_weights": "--master-weights",
+    "autocast": "--autocast",
+    "gradient_checkpointing": "--gradient-checkpointing",
+    "ref_offload": "--ref-offload",
 }
 
 
@@ -144,6 +150,7 @@ def main() -> None:
 
     from learners.llm.models import resolve_model
     from learners.llm.policy import load_policy
+    from learners.llm.precision import DTYPES
     from learners.llm.trainer import Trainer
 
     # 1. The envs, each wrapped in the chosen credit wrapper: data flows env -> wrapper -> learner.
@@ -176,7 +183,8 @@ def main() -> None:
     # 3. The policy: a local HF directory (SmolLM2 and the tiny model are built offline, once).
     model_dir = resolve_model(args.model)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    policy = load_policy(model_dir, device=device, lora_rank=config.lora_rank)
+    dtype = DTYPES[config.weight_dtype]
+    policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=config.lora_rank)
     print(f"model {model_dir} on {device}; env {args.env} {env_kwargs}; credit {args.credit}")
 
     # 4. Train on the credited groups, with evaluation (plain envs, no credit) and checkpoints.

@@ -209,3 +209,50 @@ def test_truncated_reaches_the_step_extras():
     assert take_samples([Trajectory("t", "g", steps)])
     assert [s.extras["truncated"] for s in steps] == [True, False]
     assert [s.action for s in steps] == ["t", "t"]
+
+
+@pytest.mark.parametrize(
+    "greedy, top_p, prefix", [(True, 1.0, True), (False, 1.0, False), (False, 0.7, True)]
+)
+def test_hf_tokens_and_logprobs_equal_the_training_forward(chatty, greedy, top_p, prefix):
+    """The log-probs recorded on the device during ``generate`` equal a recomputation by the
+    trainer's forward on prompt + response; greedy tokens are that forward's argmax, sampled
+    tokens lie in its top-p nucleus. No full-vocabulary logits come back from ``generate``."""
+    policy, prompts = chatty
+    gen = HFGenerator(
+        policy,
+        max_new_tokens=10,
+        temperature=2.0,
+        top_p=top_p,
+        prefix_cache=prefix,
+        min_shared_prefix=4,
+    )
+    calls = []
+    generate = policy.model.generate
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs["generation_config"])
+        return generate(*args, **kwargs)
+
+    policy.model.generate = spy
+    try:
+        torch.manual_seed(5)
+        samples = gen.generate(prompts * 3, greedy=greedy)
+    finally:
+        del policy.model.generate
+    assert calls and not calls[0].output_logits and not calls[0].return_dict_in_generate
+    temperature = 1.0 if greedy else 2.0
+    batch = collate(prompts * 3, [s.token_ids for s in samples], policy.pad_id)
+    with torch.no_grad():
+        logits = response_logits(policy.model, batch).float()
+    lp = token_logprobs(logits, batch.response_ids, temperature)
+    assert len({tuple(s.token_ids) for s in samples}) > (1 if not greedy else 0)
+    for i, s in enumerate(samples):
+        n = len(s.token_ids)
+        assert torch.allclose(lp[i, :n], torch.tensor(s.logprobs), atol=1e-4)
+        probs = torch.softmax(logits[i, :n] / temperature, dim=-1)
+        if greedy:
+            assert s.token_ids == probs.argmax(-1).tolist()
+        else:  # the mass of strictly likelier tokens is below top_p
+            chosen = probs.gather(-1, torch.tensor(s.token_ids)[:, None])
+            assert ((probs * (probs > chosen)).sum(-1) < top_p + 1e-5).all()

@@ -147,7 +147,7 @@ def test_training_iteration_with_vllm_sleep_and_bf16_autocast(tiny_dir, tmp_path
     config = TrainConfig(
         iterations=1,
         backend="vllm",
-        mixed_precision=True,
+        autocast="bfloat16",
         vllm_sleep=True,
         vllm_gpu_memory_utilization=ENGINE["gpu_memory_utilization"],
         vllm_max_model_len=ENGINE["max_model_len"],

@@ -182,6 +182,44 @@ def test_entropy_of_uniform():
     assert torch.allclose(entropy_from_logits(logits), torch.full((1, 2), math.log(8)))
 
 
+def _softmax_reference(logits, tokens, temperature):
+    """The plain formulas: a full float32 log-softmax, gathered; entropy from it."""
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    return logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1), -(logp.exp() * logp).sum(-1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("chunk", [1, 7, 11, 40, 10**6])
+def test_chunked_logprobs_and_entropy_equal_the_full_softmax(dtype, chunk):
+    """Blocks of one logit, of part of a row (7 < V = 11), of one row, of several rows and of
+    everything: same values and same gradients (through a sliced, non-contiguous view as
+    response_logits returns) as the full float32 log-softmax."""
+    gen = torch.Generator().manual_seed(0)
+    full = (3 * torch.randn(3, 6, 11, generator=gen)).to(dtype).requires_grad_(True)
+    tokens = torch.randint(0, 11, (3, 5), generator=gen)
+    g_lp, g_ent = torch.randn(3, 5, generator=gen), torch.randn(3, 5, generator=gen)
+    results = []
+    for fn in (
+        lambda x: (token_logprobs(x, tokens, 0.7, chunk), entropy_from_logits(x, 0.7, chunk)),
+        lambda x: _softmax_reference(x, tokens, 0.7),
+    ):
+        lp, ent = fn(full[:, :-1])
+        assert lp.dtype == ent.dtype == torch.float32
+        (grad,) = torch.autograd.grad((lp * g_lp).sum() + (ent * g_ent).sum(), full)
+        results.append((lp, ent, grad.float()))
+    (lp, ent, grad), (lp_ref, ent_ref, grad_ref) = results
+    assert torch.allclose(lp, lp_ref, atol=1e-5) and torch.allclose(ent, ent_ref, atol=1e-5)
+    atol = 1e-5 if dtype == torch.float32 else 1e-2  # bf16 gradients: rounded to 8 bits
+    assert torch.allclose(grad, grad_ref, atol=atol)
+
+
+def test_chunked_logprob_and_entropy_gradients_pass_gradcheck():
+    x = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    tokens = torch.randint(0, 5, (2, 3))
+    assert torch.autograd.gradcheck(lambda y: token_logprobs(y, tokens, 1.3, chunk=4), (x,))
+    assert torch.autograd.gradcheck(lambda y: entropy_from_logits(y, 1.3, chunk=4), (x,))
+
+
 @pytest.fixture(scope="module")
 def tiny():
     tok = build_tiny_tokenizer()

@@ -31,6 +31,7 @@ import pytest
 
 from learners.llm.plan import (
     ARCHITECTURES,
+    DTYPE_BYTES,
     GIB,
     ModelArch,
     PlanConfig,
@@ -201,9 +202,9 @@ def test_phases_checkpointing_and_accumulation():
     assert ckpt.total < plain.total
     assert plain.details["logit_rows"] == 4 * 513
     accum = plan_memory("Qwen2.5-1.5B-Instruct", grad_accumulation=4, **base)
-    assert accum.phases["forward"] - plain.phases["forward"] == (
-        plain.gradients + 4 * 513 * arch.vocab_size * 4
-    )
+    # accumulation: the summed gradients are alive in every forward after the first (the
+    # previous micro-batch's logits are not: the trainer frees them in its backward)
+    assert accum.phases["forward"] - plain.phases["forward"] == plain.gradients
     half = plan_memory("Qwen2.5-1.5B-Instruct", **{**base, "micro_batch_size": 2})
     assert half.phases["forward"] < plain.phases["forward"]
     assert set(plain.phases) == {
@@ -212,8 +213,48 @@ def test_phases_checkpointing_and_accumulation():
         "layer_backward",
         "backward_end",
         "optimizer_step",
+        "reference_pass",
     }
+    assert "reference_pass" not in plan_memory("Qwen2.5-1.5B-Instruct", kl=False, **base).phases
     assert "generate" in plan_memory("Qwen2.5-1.5B-Instruct", micro_batch_size=1).phases
+
+
+def test_new_trainer_options():
+    """Reference offload, master weights of a LoRA adapter, chunked logits, and the trainer's
+    config read off a TrainConfig."""
+    arch = ARCHITECTURES["Qwen2.5-1.5B-Instruct"]
+    base = dict(micro_batch_size=4, seq_len=2048, response_len=512, rollout="none")
+    on = plan_memory(arch, weight_dtype="bf16", **base)
+    off = plan_memory(arch, weight_dtype="bf16", ref_offload=True, **base)
+    assert on.persistent["reference"] == 2 * arch.num_params and off.persistent["reference"] == 0
+    assert off.details["phase_terms"]["reference_pass"]["reference_weights"] == 2 * arch.num_params
+    assert off.total < on.total
+    lora = plan_memory(
+        arch, lora_rank=16, weight_dtype="bf16", lora_dtype="bf16", master_weights=True, **base
+    )
+    n = arch.lora_params(16)
+    assert lora.persistent["master_weights"] == 4 * n
+    assert lora.persistent["optimizer_states"] == 8 * n  # fp32 AdamW on the masters
+    # the logits: saved once in the compute dtype, plus three float32 blocks of at most 2^24
+    forward = on.details["phase_terms"]["forward"]
+    assert forward["logits"] == 4 * 513 * arch.vocab_size * 2
+    assert forward["logit_blocks"] == 3 * 4 * 2**24
+    pytest.importorskip("gymnasium")
+    from learners.llm.config import TrainConfig
+
+    cfg = TrainConfig(
+        weight_dtype="bfloat16",
+        micro_batch_tokens=8192,
+        gradient_checkpointing=True,
+        ref_offload=True,
+    )
+    kw = train_config_kwargs(cfg, seq_len=2048, response_len=512)
+    assert kw["micro_batch_size"] == 4 and kw["compute_dtype"] is None
+    assert kw["master_weights"] and kw["ref_offload"] and kw["gradient_checkpointing"]
+    assert train_config_kwargs(TrainConfig(), seq_len=64, device="cpu")["compute_dtype"] is None
+    assert train_config_kwargs(TrainConfig(autocast="float16"), seq_len=64)["compute_dtype"] == (
+        "fp16"
+    )
 
 
 def test_vllm_share_and_fit():
@@ -373,7 +414,8 @@ def test_saved_activations_match_autograd(variant):
     planned = sum(
         terms[k] for k in ("activations", "final_norm", "attention_mask", "autocast_weights")
     )
-    planned += 4 * 64 * 1000 * 4  # the saved fp32 log-softmax over the response columns
+    # the logits over the response columns + 1, which token_logprobs saves (no float32 copy)
+    planned += 4 * 65 * 1000 * DTYPE_BYTES[cfg.compute_dtype or cfg.weight_dtype]
     assert planned == pytest.approx(sum(saved.values()), rel=0.05)
 
 
@@ -398,7 +440,7 @@ def _measure_child(spec: dict) -> dict:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from learners.llm.loss import entropy_from_logits, token_logprobs
-    from learners.llm.policy import collate, response_logits
+    from learners.llm.policy import collate, enable_gradient_checkpointing, response_logits
 
     def status(key: str) -> int:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -428,7 +470,7 @@ def _measure_child(spec: dict) -> dict:
     if spec.get("kl", True) and not spec.get("lora"):
         ref = copy.deepcopy(model).eval().requires_grad_(False)
     if spec.get("ckpt"):
-        model.activation_checkpointing_enable()
+        enable_gradient_checkpointing(model)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-6, weight_decay=0.01)
@@ -443,14 +485,10 @@ def _measure_child(spec: dict) -> dict:
         responses = [torch.randint(3, vocab, (response,), generator=gen).tolist() for _ in prompts]
         return collate(prompts, responses, pad_id=0)
 
-    def step(batch) -> None:  # the trainer's micro-batch update, as in Trainer.update
-        opt.zero_grad(set_to_none=True)
+    def step(batch) -> None:  # the trainer's update of one micro-batch, as in Trainer.update
         mask = batch.response_mask
         n = float(mask.sum())
-        logits = response_logits(model, batch)
-        logp = token_logprobs(logits, batch.response_ids, 1.0)
-        loss = -(torch.exp(logp - logp.detach()) * mask).sum() / n
-        if spec.get("kl", True):
+        if spec.get("kl", True):  # the reference pass comes first, without gradients
             with torch.no_grad():
                 if ref is None:
                     with model.disable_adapter():
@@ -459,12 +497,19 @@ def _measure_child(spec: dict) -> dict:
                     ref_logits = response_logits(ref, batch)
                 ref_logp = token_logprobs(ref_logits, batch.response_ids, 1.0)
                 del ref_logits
+        opt.zero_grad(set_to_none=True)
+        logits = response_logits(model, batch)
+        logp = token_logprobs(logits, batch.response_ids, 1.0)
+        loss = -(torch.exp(logp - logp.detach()) * mask).sum() / n
+        if spec.get("kl", True):
             r = ref_logp - logp
             loss = loss + 0.01 * ((torch.exp(r) - r - 1.0) * mask).sum() / n
         entropy = (entropy_from_logits(logits.detach(), 1.0) * mask).sum() / n
+        del logits, logp  # the trainer's micro-step frees its logits before backward
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
+        opt.zero_grad(set_to_none=True)  # gradients are freed after each update
         del entropy
 
     small = make(1, 16, 8)

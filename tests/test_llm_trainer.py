@@ -3,8 +3,11 @@ resume, LoRA, and the CPU-side logic of the GPU paths."""
 
 import csv
 import functools
+import math
+import warnings
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -14,7 +17,8 @@ import agentenvs  # noqa: E402
 from agentenvs.core import Step, Trajectory, text_space  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.generation import HFGenerator  # noqa: E402
-from learners.llm.policy import Policy  # noqa: E402
+from learners.llm.loss import token_logprobs  # noqa: E402
+from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
 from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
@@ -175,8 +179,8 @@ class EchoEnv(gym.Env):
         return {"won": won, "action_valid": valid, "state_key": self.t, "task_id": self.word}
 
 
-def _run(tmp_path, iterations, resume_from=None):
-    config = TrainConfig(iterations=iterations, seed=3, kl_coef=0.05, **SMALL)
+def _run(tmp_path, iterations, resume_from=None, **overrides):
+    config = TrainConfig(iterations=iterations, seed=3, kl_coef=0.05, **{**SMALL, **overrides})
     envs = [lambda: UserCredit(gym.make("agentenvs/Sokoban-v0", max_steps=2))] * 2
     trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
     if resume_from is not None:
@@ -186,14 +190,21 @@ def _run(tmp_path, iterations, resume_from=None):
     return trainer, losses
 
 
-def test_user_wrapper_trains_and_resume_reproduces_the_next_loss_bit_exactly(tmp_path):
-    _, straight = _run(tmp_path / "a", 2)
-    first, _ = _run(tmp_path / "b", 1)
+@pytest.mark.parametrize(
+    "precision", [{}, {"weight_dtype": "float16"}], ids=["fp32", "fp16-masters-scaler"]
+)
+def test_user_wrapper_trains_and_resume_reproduces_the_next_loss_bit_exactly(tmp_path, precision):
+    """Float16 weights: the checkpoint carries the fp32 masters and the loss scaler's state."""
+    _, straight = _run(tmp_path / "a", 2, **precision)
+    first, _ = _run(tmp_path / "b", 1, **precision)
     ckpt = first.save_checkpoint()
-    resumed, after = _run(tmp_path / "c", 2, resume_from=ckpt)
+    resumed, after = _run(tmp_path / "c", 2, resume_from=ckpt, **precision)
     assert straight[1] != 0.0
     assert after == [straight[1]]
     assert resumed.cursor.position == 4 and resumed.iteration == 2
+    if precision:
+        state = first.precision.state_dict()
+        assert state["masters"][0].dtype == torch.float32 and state["scaler"]["scale"] > 1
 
 
 def test_user_env_trains_with_the_generic_prompt(tmp_path):
@@ -297,8 +308,6 @@ def test_stop_at_action_end_reaches_the_sampler(tmp_path):
 def _hand_steps(truncated=(False, False, False)):
     """Three credited step-samples with short, distinct prompts (no shared prefix) and responses
     of 3, 1 and 2 tokens; the last has a large advantage."""
-    import numpy as np
-
     prompts, responses = [[5, 6, 7, 8], [9, 10], [11, 12, 13]], [[20, 21, 22], [23], [24, 25]]
     steps = []
     for p, r, a, t in zip(prompts, responses, (1.0, -2.0, 5.0), truncated, strict=True):
@@ -314,16 +323,22 @@ def _hand_steps(truncated=(False, False, False)):
 
 
 def _update_grads(tmp_path, steps, **overrides):
-    """The (clipped) accumulated gradient one update leaves, with lr 0 (weights unchanged)."""
+    """The (clipped) accumulated gradient the optimizer steps with (the update frees it after the
+    step), with lr 0 (weights unchanged); [] when no step is taken."""
     settings = {**SMALL, "lr": 0.0, "kl_coef": 0.05, "recompute_old_logprobs": True}
     config = TrainConfig(iterations=1, **{**settings, "eval_tasks": 0, **overrides})
     trainer = Trainer(
         config, _policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
     )
+    seen = []
+    params = trainer.precision.optimizer_params
+    trainer.optimizer.register_step_pre_hook(
+        lambda *_: seen.append([p.grad.clone() for p in params if p.grad is not None])
+    )
     stats = trainer.update(steps)
     trainer.close()
-    grads = [p.grad.clone() for p in trainer.params if p.grad is not None]
-    return grads, stats
+    assert all(p.grad is None for p in trainer.params)
+    return (seen[-1] if seen else []), stats
 
 
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"])
@@ -365,6 +380,197 @@ def test_mask_truncated_with_only_truncated_samples_takes_no_step(tmp_path):
     assert grads == [] and stats["update_steps"] == 0.0 and stats["truncated_frac"] == 1.0
 
 
+def _trainer(tmp_path, policy=None, **overrides):
+    settings = {**SMALL, "kl_coef": 0.05, "recompute_old_logprobs": True, "eval_tasks": 0}
+    config = TrainConfig(iterations=1, **{**settings, **overrides})
+    return Trainer(
+        config, policy or _policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
+    )
+
+
+def _params_after_update(tmp_path, **overrides):
+    trainer = _trainer(tmp_path, **overrides)
+    stats = trainer.update(_hand_steps())
+    trainer.close()
+    return [p.detach().float().clone() for p in trainer.params], stats
+
+
+def test_bf16_autocast_on_cpu_gives_a_finite_loss_close_to_fp32(tmp_path):
+    fp32, plain = _update_grads(tmp_path / "a", _hand_steps(), autocast="none")
+    bf16, mixed = _update_grads(tmp_path / "b", _hand_steps(), autocast="bfloat16")
+    assert math.isfinite(mixed["loss"]) and mixed["loss"] == pytest.approx(plain["loss"], rel=0.05)
+    # the logits (so the entropy) come out of bf16 matmuls: close, not equal
+    assert mixed["entropy"] != plain["entropy"]
+    assert mixed["entropy"] == pytest.approx(plain["entropy"], rel=0.02)
+    cos = torch.nn.functional.cosine_similarity(
+        torch.cat([g.flatten() for g in fp32]), torch.cat([g.flatten() for g in bf16]), dim=0
+    )
+    assert cos > 0.95 and any(not torch.equal(a, b) for a, b in zip(fp32, bf16, strict=True))
+
+
+def test_bf16_weights_with_fp32_masters_step_the_masters(tmp_path):
+    trainer = _trainer(tmp_path, weight_dtype="bfloat16", lr=1e-2)
+    before = [p.detach().clone() for p in trainer.params]
+    masters = trainer.precision.optimizer_params
+    stats = trainer.update(_hand_steps())
+    trainer.close()
+    assert stats["update_steps"] == 1.0 and stats["skipped_steps"] == 0.0
+    assert all(p.dtype == torch.bfloat16 for p in trainer.policy.model.parameters())
+    assert trainer.ref_model is not None and next(trainer.ref_model.parameters()).dtype == (
+        torch.bfloat16
+    )
+    assert all(m.dtype == torch.float32 for m in masters)
+    assert all(s["exp_avg"].dtype == torch.float32 for s in trainer.optimizer.state.values())
+    assert any(not torch.equal(a, p) for a, p in zip(before, trainer.params, strict=True))
+    # the model holds its masters, rounded to bf16; the masters keep what bf16 cannot
+    assert all(torch.equal(m.bfloat16(), p) for m, p in zip(masters, trainer.params, strict=True))
+    assert any(not torch.equal(m, p.float()) for m, p in zip(masters, trainer.params, strict=True))
+    plain = _trainer(tmp_path, weight_dtype="bfloat16", master_weights=False)
+    assert plain.precision.optimizer_params[0] is plain.params[0]
+    plain.close()
+
+
+def test_fp16_loss_scaler_skips_a_step_on_inf_gradients(tmp_path):
+    trainer = _trainer(tmp_path, weight_dtype="float16", lr=1e-2)
+    scale = trainer.precision.scaler.get_scale()
+    before = [p.detach().clone() for p in trainer.params]
+    hook = trainer.params[0].register_hook(lambda g: torch.full_like(g, math.inf))
+    skipped = trainer.update(_hand_steps())
+    assert skipped["skipped_steps"] == 1.0 and skipped["update_steps"] == 0.0
+    assert all(torch.equal(a, p) for a, p in zip(before, trainer.params, strict=True))
+    assert trainer.precision.scaler.get_scale() == scale / 2
+    hook.remove()
+    # at scale 2^15 the tiny model's fp16 gradients overflow for real: the scaler halves the
+    # scale after each skipped step until one is taken
+    for _ in range(4):
+        scale = trainer.precision.scaler.get_scale()
+        taken = trainer.update(_hand_steps())
+        if taken["update_steps"]:
+            break
+        assert taken["skipped_steps"] == 1.0 and trainer.precision.scaler.get_scale() == scale / 2
+    trainer.close()
+    assert taken["skipped_steps"] == 0.0 and taken["update_steps"] == 1.0
+    assert math.isfinite(taken["grad_norm"]) and taken["grad_norm"] > 0
+    assert any(not torch.equal(a, p) for a, p in zip(before, trainer.params, strict=True))
+    # fp32 weights with fp16 autocast (CPU included) scale with torch's GradScaler
+    autocast = _trainer(tmp_path, autocast="float16")
+    assert autocast.precision.scaler is not None and autocast.precision.masters is None
+    stats = [autocast.update(_hand_steps()) for _ in range(3)]
+    autocast.close()
+    assert sum(s["update_steps"] for s in stats) > 0 and sum(s["skipped_steps"] for s in stats) > 0
+
+
+def test_gradient_checkpointing_gives_the_same_gradients(tmp_path):
+    steps = _hand_steps()
+    for step in steps:  # a long shared prefix: prefix sharing is switched off under checkpointing
+        step.extras["prompt_ids"] = np.concatenate([np.arange(30, 50), step.extras["prompt_ids"]])
+    plain, _ = _update_grads(tmp_path / "a", steps, min_shared_prefix=4)
+    ckpt, _ = _update_grads(tmp_path / "b", steps, gradient_checkpointing=True)
+    assert len(plain) == len(ckpt) > 0
+    for a, b in zip(plain, ckpt, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_gradient_checkpointing_with_lora(tmp_path):
+    peft = pytest.importorskip("peft")
+    grads = []
+    for ckpt in (False, True):
+        policy = _policy()
+        policy.model = peft.get_peft_model(
+            policy.model, peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"])
+        )
+        trainer = _trainer(tmp_path, policy, gradient_checkpointing=ckpt, lr=0.0)
+        seen = []
+        params = trainer.params
+        trainer.optimizer.register_step_pre_hook(
+            lambda *_, params=params, seen=seen: seen.append([p.grad.clone() for p in params])
+        )
+        trainer.update(_hand_steps())
+        trainer.close()
+        grads.append(seen[0])
+    assert policy.model.base_model.model.model.layers[0].gradient_checkpointing
+    assert any(g.abs().sum() > 0 for g in grads[0])  # LoRA B starts at zero: A gets none
+    for a, b in zip(*grads, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_token_budget_micro_batches_give_the_one_batch_update(tmp_path):
+    """Prompts of 4, 2, 3 and responses of 3, 1, 2 tokens: a budget of 10 padded tokens runs
+    [1, 2] (2 x 5) then [0] (7); a budget of 5 runs each alone, sample 0 (7 > 5) too. Either way
+    the optimizer step equals that of one micro-batch of all three."""
+    trainer = _trainer(tmp_path / "a", micro_batch_tokens=10)
+    assert trainer._micro_batches(_hand_steps(), [0, 1, 2]) == [[1, 2], [0]]
+    trainer.close()
+    one, _ = _params_after_update(tmp_path / "b", micro_batch_size=8)
+    before = [p.detach().float() for p in _policy().model.parameters() if p.requires_grad]
+    assert any(not torch.equal(a, b) for a, b in zip(before, one, strict=True))
+    grads, _ = _update_grads(tmp_path / "d", _hand_steps(), micro_batch_size=8)
+    for budget in (10, 5):
+        split, stats = _params_after_update(tmp_path / f"c{budget}", micro_batch_tokens=budget)
+        assert stats["update_steps"] == 1.0
+        # AdamW's first step is about lr x sign(gradient): a gradient at rounding level may flip
+        # one element by ~lr; a wrong update moves many by lr (1e-3)
+        for a, b in zip(one, split, strict=True):
+            assert torch.allclose(a, b, atol=1e-4)
+        budget_grads, _ = _update_grads(
+            tmp_path / f"e{budget}", _hand_steps(), micro_batch_tokens=budget
+        )
+        for a, b in zip(grads, budget_grads, strict=True):
+            assert torch.allclose(a, b, atol=1e-6)
+
+
+@pytest.mark.parametrize("offload", [False, True])
+def test_reference_logprobs_come_from_one_pass_per_update(tmp_path, offload):
+    trainer = _trainer(
+        tmp_path, ppo_epochs=2, mini_batches=2, micro_batch_size=1, ref_offload=offload
+    )
+    rows = []
+    trainer.ref_model.register_forward_hook(
+        lambda m, a, kw, out: rows.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
+    steps = _hand_steps()
+    stats = trainer.update(steps)
+    ref = trainer.reference_logprobs(steps, [0, 1, 2], 1.0)
+    trainer.close()
+    assert stats["update_steps"] == 4.0 and stats["kl"] > 0
+    assert sum(rows) == 2 * 3  # one row per sample in the update, and again just above
+    assert next(trainer.ref_model.parameters()).device.type == "cpu"
+    for i, step in enumerate(steps):  # the same as a forward of the sample alone
+        batch = collate(
+            [step.extras["prompt_ids"].tolist()], [step.extras["response_ids"].tolist()], 0
+        )
+        with torch.no_grad():
+            alone = token_logprobs(response_logits(trainer.ref_model, batch), batch.response_ids)
+        assert np.allclose(ref[i], alone[0].numpy(), atol=1e-5)
+
+
+def test_memory_warning_fires_only_when_the_plan_does_not_fit(tmp_path, monkeypatch):
+    import learners.llm.memcheck as memcheck
+
+    for budget, expected in ((2**20, True), (2**40, False)):
+        monkeypatch.setattr(memcheck, "device_memory", lambda device, b=budget: b)
+        trainer = _trainer(tmp_path)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            trainer.update(_hand_steps())
+            trainer.update(_hand_steps())  # checked once
+        trainer.close()
+        fired = [w for w in caught if "will likely not fit" in str(w.message)]
+        assert len(fired) == int(expected)
+        if expected:
+            assert issubclass(fired[0].category, UserWarning)
+            assert "peak phase" in str(fired[0].message) and "gradient_checkpointing" in str(
+                fired[0].message
+            )
+    monkeypatch.setattr(memcheck, "device_memory", lambda device: None)  # CPU: not checked
+    assert (
+        memcheck.warn_if_unfit(
+            TrainConfig(), _policy().model, "cpu", seq_len=8, response_len=4, mini_batch_size=1
+        )
+        is None
+    )
+
+
 def test_bad_config_values_raise():
     with pytest.raises(ValueError, match="backend"):
         TrainConfig(backend="tpu")
@@ -398,3 +604,29 @@ def test_cuda_iteration_with_bf16_autocast(tmp_path):
     metrics = trainer.train_iteration()
     trainer.close()
     assert metrics["samples"] > 0 and torch.isfinite(torch.tensor(metrics["loss"]))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize(
+    "precision",
+    [
+        {"weight_dtype": "bfloat16", "gradient_checkpointing": True},
+        {"weight_dtype": "bfloat16", "master_weights": False, "ref_offload": True},
+        {"autocast": "float16", "micro_batch_tokens": 256},
+    ],
+    ids=["bf16-masters-ckpt", "bf16-plain-ref-offload", "fp16-autocast-token-budget"],
+)
+def test_cuda_iteration_with_low_precision_and_checkpointing(tmp_path, precision):
+    policy = _policy()
+    policy.model.to("cuda")
+    policy.device = "cuda"
+    config = TrainConfig(iterations=1, kl_coef=0.05, **{**SMALL, **precision})
+    envs = [lambda: UserCredit(gym.make("agentenvs/Sokoban-v0", max_steps=2))] * 2
+    trainer = Trainer(config, policy, tmp_path, envs, tensorboard=False, progress=False)
+    metrics = trainer.train_iteration()
+    trainer.close()
+    assert metrics["samples"] > 0 and math.isfinite(metrics["kl"])
+    assert metrics["update_steps"] + metrics["skipped_steps"] == 1.0
+    if "ref_offload" in precision:
+        assert next(trainer.ref_model.parameters()).device.type == "cpu"

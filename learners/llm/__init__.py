@@ -13,7 +13,11 @@ Modules (import what you need; all need the ``llm`` extra: torch, transformers, 
 * :mod:`~learners.llm.logprob_gap` - the backend-vs-trainer log-prob gap checked after each sync.
 * :mod:`~learners.llm.export` - a trained policy as an HF model directory or a LoRA adapter.
 * :mod:`~learners.llm.rollout` - batched one-sample-per-step rollouts through credit wrappers.
-* :mod:`~learners.llm.loss` - PPO-clip, k3 KL, entropy, advantage broadcast (pure functions).
+* :mod:`~learners.llm.loss` - PPO-clip, k3 KL, chunked log-probs and entropy (pure functions).
+* :mod:`~learners.llm.precision` - weight dtype, autocast, fp32 master weights, loss scaling.
+* :mod:`~learners.llm.batching` - length-sorted micro-batches (sample count or token budget).
+* :mod:`~learners.llm.plan` / :mod:`~learners.llm.memcheck` - the memory planner and the trainer's
+  warning when a run will not fit.
 * :mod:`~learners.llm.trainer` - the loop: credited rollouts, update, eval, metrics, checkpoints.
 * :mod:`~learners.llm.cursor` - the resumable task cursor.
 * :mod:`~learners.llm.metrics` - CSV/TensorBoard logging and the learning-curve PNG.

@@ -1,7 +1,8 @@
 """The learner's configuration: one dataclass whose defaults are the README's main job.
 
-This module holds :class:`TrainConfig`, :data:`LOSS_AGG_MODES` (verl's loss aggregation modes) and
-:data:`EVAL_MODES` (greedy and sampled decoding in evaluation).
+This module holds :class:`TrainConfig`, :data:`LOSS_AGG_MODES` (verl's loss aggregation modes),
+:data:`WEIGHT_DTYPES` and :data:`AUTOCAST_MODES` (the precision choices; see
+:mod:`learners.llm.precision`) and :data:`EVAL_MODES` (greedy and sampled decoding in evaluation).
 
 The environments, their credit wrappers and the group sizes are not configuration here: the
 trainer is handed credit-wrapped envs (see :class:`~learners.llm.trainer.Trainer`). Defaults are
@@ -31,7 +32,13 @@ LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
 #: Decoding in evaluation: ``"greedy"`` (argmax) or ``"sampled"`` (at the training temperature).
 EVAL_MODES = ("greedy", "sampled")
 
-__all__ = ["TrainConfig", "LOSS_AGG_MODES", "EVAL_MODES"]
+#: ``TrainConfig.weight_dtype`` choices.
+WEIGHT_DTYPES = ("float32", "bfloat16", "float16")
+
+#: ``TrainConfig.autocast`` choices.
+AUTOCAST_MODES = ("auto", "bfloat16", "float16", "none")
+
+__all__ = ["TrainConfig", "LOSS_AGG_MODES", "WEIGHT_DTYPES", "AUTOCAST_MODES", "EVAL_MODES"]
 
 
 @dataclass
@@ -61,7 +68,14 @@ class TrainConfig:
         entropy_coef: entropy bonus weight (verl-agent: 0; entropy is always logged).
         ppo_epochs: passes over each rollout batch (verl: 1).
         mini_batches: optimizer steps per epoch (the batch is split evenly; 1 = on-policy).
-        micro_batch_size: step-samples per forward/backward (gradient accumulation in between).
+        micro_batch_size: step-samples per forward/backward (gradient accumulation in between);
+            unused when ``micro_batch_tokens`` is set.
+        micro_batch_tokens: a token budget per forward/backward instead of a sample count:
+            rows x padded width (prompt + response columns, padding included) at most this many;
+            a sample longer than the budget runs alone. ``None`` = use ``micro_batch_size``.
+            Either way a mini-batch's samples are sorted by length first, so rows of similar
+            length share a micro-batch (less padding). verl: ``ppo_max_token_len_per_gpu`` 16384,
+            used when ``use_dynamic_bsz`` is on (off by default).
         min_shared_prefix: run a prompt prefix shared by a whole micro-batch (or generation batch)
             once when it is at least this many tokens (0 = never); exact, it only saves compute.
         recompute_old_logprobs: use a fresh no-grad forward as the PPO "old" policy instead of the
@@ -106,7 +120,26 @@ class TrainConfig:
             batch with the sampling backend and with the training model (temperature 1) and log
             ``sync/logprob_gap`` (mean absolute difference per response token) and
             ``sync/logprob_gap_max``: near 0 when the backend holds the trained weights. 0 = off.
-        mixed_precision: bf16 autocast on CUDA (ignored on CPU).
+        weight_dtype: the model's weights: ``"float32"``, ``"bfloat16"`` or ``"float16"``; the
+            trainer casts a policy loaded in another dtype (``examples/train_llm.py`` loads it in
+            this one). verl keeps fp32 parameters and computes in bf16 (FSDP mixed precision).
+        master_weights: with bfloat16/float16 weights, the optimizer steps float32 copies of the
+            trainable parameters (float32 AdamW states) and the model is refreshed from them after
+            each step (+4 bytes per trainable parameter); ``False`` = AdamW directly on bfloat16
+            weights (float16 weights require masters). Ignored with float32 weights. verl: fp32
+            (FSDP's sharded fp32 parameters).
+        autocast: the forward's autocast dtype: ``"auto"`` (bfloat16 on CUDA with float32
+            weights, none otherwise: the previous ``mixed_precision`` default), ``"bfloat16"``,
+            ``"float16"`` (on CPU too; needs float32 weights) or ``"none"``. Float16, as weights or
+            autocast, uses dynamic loss scaling (skipped steps are counted in ``skipped_steps``).
+        gradient_checkpointing: recompute each decoder layer in backward instead of keeping its
+            activations (HF non-reentrant checkpointing; ~1/3 more update compute). Training
+            forwards then run without the shared-prefix KV cache (``min_shared_prefix`` applies to
+            generation only). verl: ``enable_gradient_checkpointing`` True.
+        ref_offload: keep the frozen reference model (KL, full fine-tune) in CPU memory and move it
+            to the device only for the reference pass, once per update. With LoRA the reference is
+            the base model with the adapter disabled and costs nothing. verl:
+            ``ref.fsdp_config.param_offload``, False by default.
         lora_rank: > 0 trains a LoRA adapter of this rank (peft) instead of all weights (read by
             :func:`~learners.llm.policy.load_policy` callers such as ``examples/train_llm.py``).
         torch_threads: CPU threads for torch (0 = leave torch's default).
@@ -127,6 +160,7 @@ class TrainConfig:
     ppo_epochs: int = 1
     mini_batches: int = 1
     micro_batch_size: int = 8
+    micro_batch_tokens: int | None = None
     min_shared_prefix: int = 16
     recompute_old_logprobs: bool = False
     max_new_tokens: int | None = None
@@ -148,7 +182,11 @@ class TrainConfig:
     vllm_sleep: bool = False
     vllm_max_lora_rank: int | None = None
     logprob_check_samples: int = 4
-    mixed_precision: bool = True
+    weight_dtype: str = "float32"
+    master_weights: bool = True
+    autocast: str = "auto"
+    gradient_checkpointing: bool = False
+    ref_offload: bool = False
     lora_rank: int = 0
     torch_threads: int = 0
 
@@ -168,6 +206,20 @@ class TrainConfig:
         for name in ("micro_batch_size", "mini_batches", "ppo_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
+            raise ValueError(
+                f"micro_batch_tokens must be >= 1 or None, got {self.micro_batch_tokens}"
+            )
+        if self.weight_dtype not in WEIGHT_DTYPES:
+            raise ValueError(
+                f"weight_dtype must be one of {WEIGHT_DTYPES}, got {self.weight_dtype!r}"
+            )
+        if self.autocast not in AUTOCAST_MODES:
+            raise ValueError(f"autocast must be one of {AUTOCAST_MODES}, got {self.autocast!r}")
+        if self.autocast in ("bfloat16", "float16") and self.weight_dtype != "float32":
+            raise ValueError("autocast needs float32 weights (low-precision weights compute as is)")
+        if self.weight_dtype == "float16" and not self.master_weights:
+            raise ValueError("float16 weights need master_weights=True")
         if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1 or None, got {self.max_new_tokens}")
         self.eval_modes = tuple(self.eval_modes)

@@ -6,6 +6,7 @@ This module holds:
   stopped), the per-token log-probabilities of the sampling policy, the decoded text, and whether
   it was truncated (hit ``max_new_tokens`` without stopping).
 * :class:`HFGenerator` - left-padded batches through ``model.generate``.
+* :class:`SampledLogprobs` - the logits processor that records the sampled tokens' log-probs.
 * :func:`response_end` and :func:`trim_response` - the backend-independent bookkeeping.
 
 The vLLM backend lives in :mod:`learners.llm.vllm_generator`. Every backend has the same methods:
@@ -24,6 +25,11 @@ string reaches past it (a token such as ``">\n"``), its tail stays in the text.
 Log-probabilities are ``log softmax(logits / temperature)`` of the sampled token (the full,
 temperature-scaled distribution; with ``top_p < 1`` this is the distribution before truncation, as
 verl's recomputed ``old_log_prob``). Greedy decoding reports temperature-1 log-probabilities.
+HF generation keeps them on the device as it goes (:class:`SampledLogprobs`, one float per row and
+step) instead of asking ``generate`` for every step's full-vocabulary logits; it runs in the
+model's dtype. Temperature and top-p are applied by that processor, and every other sampling
+setting a model's ``generation_config.json`` may carry (top-k, repetition penalty, ...) is
+neutralised, so the sampling distribution is exactly the one the log-probabilities describe.
 
 >>> trim_response([7, 8, 2, 0, 0], [-0.1, -0.2, -0.3, 0.0, 0.0], stop_ids=[2], pad_id=0)
 ([7, 8, 2], [-0.1, -0.2, -0.3])
@@ -42,7 +48,7 @@ import torch
 
 from learners.llm.policy import Policy, common_prefix_length, response_logprobs
 
-__all__ = ["Sample", "HFGenerator", "response_end", "trim_response"]
+__all__ = ["Sample", "HFGenerator", "SampledLogprobs", "response_end", "trim_response"]
 
 
 @dataclass
@@ -114,6 +120,58 @@ def _cut(
         while end > 0 and ids[end - 1] == pad_id:
             end -= 1
     return ids[:end], list(logprobs[:end])
+
+
+class SampledLogprobs:
+    """A ``generate`` logits processor: scores ``log softmax(logits / temperature)`` (top-p
+    filtered when ``top_p < 1``) and records, per row, the log-prob of each chosen token.
+
+    The token of step ``t`` is chosen after the processor ran, so it is read at step ``t + 1``
+    (the last column of ``input_ids``) from the stored log-softmax, and the last one by
+    :meth:`finish`. Only one ``(rows, V)`` float32 tensor is kept between steps.
+
+    >>> proc = SampledLogprobs(temperature=1.0)
+    >>> scores = proc(torch.tensor([[5]]), torch.log(torch.tensor([[0.25, 0.75]])))
+    >>> _ = proc(torch.tensor([[5, 1]]), torch.zeros(1, 2))  # token 1 was chosen at step 0
+    >>> proc.finish(torch.tensor([[5, 1, 0]])).exp()  # then token 0 at step 1
+    tensor([[0.7500, 0.5000]])
+    """
+
+    def __init__(self, temperature: float = 1.0, top_p: float = 1.0) -> None:
+        from transformers import TopPLogitsWarper
+
+        self.temperature = temperature
+        self.top_p = TopPLogitsWarper(top_p) if top_p < 1.0 else None
+        self.steps: list[torch.Tensor] = []
+        self._last: torch.Tensor | None = None
+
+    def _record(self, chosen: torch.Tensor) -> None:
+        if self._last is not None:
+            self.steps.append(self._last.gather(-1, chosen.unsqueeze(-1)).squeeze(-1))
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        self._record(input_ids[:, -1])
+        self._last = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return self._last if self.top_p is None else self.top_p(input_ids, self._last)
+
+    def finish(self, sequences: torch.Tensor) -> torch.Tensor:
+        """The ``(rows, steps)`` log-probs, given ``generate``'s output (the last token read)."""
+        self._record(sequences[:, -1])
+        self._last = None
+        return torch.stack(self.steps, dim=1)
+
+
+#: ``generate`` settings that switch off what a model's ``generation_config.json`` may add to
+#: sampling (unset fields are filled from it): temperature and top-p are applied by
+#: :class:`SampledLogprobs` instead.
+_NEUTRAL_SAMPLING = dict(
+    temperature=1.0,
+    top_p=1.0,
+    top_k=0,
+    typical_p=1.0,
+    repetition_penalty=1.0,
+    no_repeat_ngram_size=0,
+)
 
 
 class HFGenerator:
@@ -194,7 +252,7 @@ class HFGenerator:
     def _generate_chunk(
         self, prompts: Sequence[Sequence[int]], greedy: bool, stop: tuple[str, ...]
     ) -> list[Sample]:
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig, LogitsProcessorList
 
         policy = self.policy
         pad = policy.pad_id
@@ -223,29 +281,25 @@ class HFGenerator:
         config = GenerationConfig(
             max_new_tokens=self.max_new_tokens,
             do_sample=sample,
-            temperature=self.temperature if sample else None,
-            top_p=self.top_p if sample else None,
-            top_k=None,
             eos_token_id=policy.stop_ids,
             pad_token_id=pad,
-            output_logits=True,
-            return_dict_in_generate=True,
+            **_NEUTRAL_SAMPLING,
         )
+        record = SampledLogprobs(self.temperature, self.top_p) if sample else SampledLogprobs()
         try:
-            result = policy.model.generate(
+            sequences = policy.model.generate(
                 input_ids=ids.to(policy.device),
                 attention_mask=attn.to(policy.device),
                 past_key_values=cache,
                 generation_config=config,
+                logits_processor=LogitsProcessorList([record]),
                 stopping_criteria=self._stop_criteria(stop),
             )
         finally:
             policy.model.train(was_training)
-        tokens = result.sequences[:, width:].cpu()
-        temp = self.temperature if sample else 1.0
-        logits = torch.stack(result.logits, dim=1).float().cpu()  # (B, T, V)
-        logp = torch.log_softmax(logits / temp, dim=-1)
-        logp = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+        tokens = sequences[:, width:]
+        logp = record.finish(sequences)[:, : tokens.shape[1]].cpu()
+        tokens = tokens.cpu()
 
         def decode(row: list[int]) -> str:
             return policy.tokenizer.decode(row, skip_special_tokens=True)

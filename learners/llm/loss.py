@@ -4,6 +4,7 @@ This module holds:
 
 * :func:`token_logprobs` - log-probabilities of given tokens under temperature-scaled logits.
 * :func:`entropy_from_logits` - per-token entropy of the same distribution.
+* :data:`LOGIT_CHUNK_ELEMENTS` - how many logits those two turn into float32 at a time.
 * :func:`broadcast_advantages` - one advantage per step-sample, repeated over its response tokens.
 * :func:`kl_k3` - the low-variance ("k3") KL estimator to a frozen reference, clamped like verl.
 * :func:`ppo_token_losses` - the per-token clipped surrogate with verl's dual clip for negative
@@ -27,6 +28,12 @@ the whole mini-batch's token count (token-mean) or sequence count (seq-mean mode
 :func:`loss_normaliser` gives it; so gradient accumulation over micro-batches gives exactly the
 mini-batch loss. A sequence with no unmasked token counts in no mode (verl's ``seq_mask``).
 
+Memory: :func:`token_logprobs` and :func:`entropy_from_logits` never build a float32 copy of the
+whole ``(B, T, V)`` logits. They run over blocks of at most :data:`LOGIT_CHUNK_ELEMENTS` logits (a
+Qwen vocabulary has 152k entries: a few rows per block), save only the logits (alive anyway) and one
+float per token for backward, and recompute each block's softmax in backward. Values and gradients
+equal those of ``log_softmax`` (up to float rounding).
+
 Numerics (verl): the log-ratios ``logp - old_logp`` and ``ref_logp - logp`` are clamped to
 ``[-20, 20]`` before ``exp``, so extreme log-probabilities give finite losses and gradients.
 
@@ -47,6 +54,7 @@ from learners.llm.config import LOSS_AGG_MODES
 
 __all__ = [
     "LOG_RATIO_BOUND",
+    "LOGIT_CHUNK_ELEMENTS",
     "LOSS_AGG_MODES",
     "token_logprobs",
     "entropy_from_logits",
@@ -62,18 +70,120 @@ __all__ = [
 LOG_RATIO_BOUND = 20.0
 
 
+#: Logits turned into float32 at a time by :func:`token_logprobs` / :func:`entropy_from_logits`
+#: (2^24: 64 MiB per float32 temporary; about 110 rows of a 152k vocabulary).
+LOGIT_CHUNK_ELEMENTS = 2**24
+
+
+def _blocks(shape: torch.Size, max_elements: int) -> list[tuple[slice, slice]]:
+    """``(rows, columns)`` slices that tile a ``(B, T, V)`` tensor with at most ``max_elements``
+    each (whole rows when ``T V`` fits, else pieces of one row; at least one position each).
+
+    >>> _blocks(torch.Size([3, 2, 4]), 16)
+    [(slice(0, 2, None), slice(0, 2, None)), (slice(2, 4, None), slice(0, 2, None))]
+    >>> _blocks(torch.Size([1, 3, 4]), 8)
+    [(slice(0, 1, None), slice(0, 2, None)), (slice(0, 1, None), slice(2, 4, None))]
+    """
+    b, t, v = shape
+    if t * v <= max_elements:
+        step = max(1, max_elements // max(t * v, 1))
+        return [(slice(i, i + step), slice(0, t)) for i in range(0, b, step)]
+    step = max(1, max_elements // v)
+    return [(slice(i, i + 1), slice(j, j + step)) for i in range(b) for j in range(0, t, step)]
+
+
+def _math_dtype(logits: torch.Tensor) -> torch.dtype:
+    """float32, or float64 for float64 logits."""
+    return torch.promote_types(logits.dtype, torch.float32)
+
+
+class _TokenLogprobs(torch.autograd.Function):
+    """``z[token] - logsumexp(z)`` with ``z = logits / T``, block by block; backward
+    ``(onehot - softmax(z)) g / T`` recomputed per block from the saved logits."""
+
+    @staticmethod
+    def forward(ctx, logits, tokens, temperature, chunk):
+        out = torch.empty(tokens.shape, dtype=_math_dtype(logits), device=logits.device)
+        lse = torch.empty_like(out)
+        for rows, cols in _blocks(logits.shape, chunk):
+            z = logits[rows, cols].to(out.dtype) / temperature
+            lse[rows, cols] = torch.logsumexp(z, dim=-1)
+            picked = z.gather(-1, tokens[rows, cols].unsqueeze(-1)).squeeze(-1)
+            out[rows, cols] = picked - lse[rows, cols]
+        ctx.save_for_backward(logits, tokens, lse)
+        ctx.temperature, ctx.chunk = temperature, chunk
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        logits, tokens, lse = ctx.saved_tensors
+        t = ctx.temperature
+        out = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)
+        for rows, cols in _blocks(logits.shape, ctx.chunk):
+            g = grad[rows, cols].to(lse.dtype).unsqueeze(-1)
+            z = torch.exp(logits[rows, cols].to(lse.dtype) / t - lse[rows, cols].unsqueeze(-1))
+            z.mul_(-g).scatter_add_(-1, tokens[rows, cols].unsqueeze(-1), g)
+            out[rows, cols] = z.div_(t)
+        return out, None, None, None
+
+
+class _Entropy(torch.autograd.Function):
+    """``H = logsumexp(z) - sum softmax(z) z`` with ``z = logits / T``, block by block; backward
+    ``-p (log p + H) g / T`` recomputed per block."""
+
+    @staticmethod
+    def forward(ctx, logits, temperature, chunk):
+        shape = logits.shape[:-1]
+        out = torch.empty(shape, dtype=_math_dtype(logits), device=logits.device)
+        lse = torch.empty_like(out)
+        for rows, cols in _blocks(logits.shape, chunk):
+            z = logits[rows, cols].to(out.dtype) / temperature
+            lse[rows, cols] = torch.logsumexp(z, dim=-1)
+            p = torch.softmax(z, dim=-1)
+            out[rows, cols] = lse[rows, cols] - (p * z).sum(-1)
+        ctx.save_for_backward(logits, lse, out)
+        ctx.temperature, ctx.chunk = temperature, chunk
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        logits, lse, entropy = ctx.saved_tensors
+        t = ctx.temperature
+        out = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)
+        for rows, cols in _blocks(logits.shape, ctx.chunk):
+            logp = logits[rows, cols].to(lse.dtype) / t - lse[rows, cols].unsqueeze(-1)
+            scale = grad[rows, cols].to(lse.dtype).unsqueeze(-1) / -t
+            out[rows, cols] = logp.exp() * (logp + entropy[rows, cols].unsqueeze(-1)) * scale
+        return out, None, None
+
+
 def token_logprobs(
-    logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0
+    logits: torch.Tensor,
+    tokens: torch.Tensor,
+    temperature: float = 1.0,
+    chunk: int = LOGIT_CHUNK_ELEMENTS,
 ) -> torch.Tensor:
-    """``log softmax(logits / temperature)[tokens]``: logits ``(B, T, V)``, tokens ``(B, T)`` -> ``(B, T)``."""
-    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-    return logp.gather(-1, tokens.long().unsqueeze(-1)).squeeze(-1)
+    """``log softmax(logits / temperature)[tokens]``: logits ``(B, T, V)`` (any float dtype),
+    tokens ``(B, T)`` -> float32 ``(B, T)`` (float64 for float64 logits), computed over blocks of
+    ``chunk`` logits.
+
+    >>> logits = torch.tensor([[[0.0, 0.0], [2.0, 0.0]]])
+    >>> token_logprobs(logits, torch.tensor([[1, 0]]), 2.0)
+    tensor([[-0.6931, -0.3133]])
+    """
+    return _TokenLogprobs.apply(logits, tokens.long(), float(temperature), int(chunk))
 
 
-def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """Entropy (nats) of ``softmax(logits / temperature)``: ``(B, T, V)`` -> ``(B, T)``."""
-    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-    return -(logp.exp() * logp).sum(-1)
+def entropy_from_logits(
+    logits: torch.Tensor, temperature: float = 1.0, chunk: int = LOGIT_CHUNK_ELEMENTS
+) -> torch.Tensor:
+    """Entropy (nats) of ``softmax(logits / temperature)``: ``(B, T, V)`` -> float32 ``(B, T)``,
+    over blocks of ``chunk`` logits; differentiable (detach the logits for a logged value).
+
+    >>> entropy_from_logits(torch.zeros(1, 1, 4))
+    tensor([[1.3863]])
+    """
+    return _Entropy.apply(logits, float(temperature), int(chunk))
 
 
 def broadcast_advantages(advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

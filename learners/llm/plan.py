@@ -19,40 +19,42 @@ This module holds:
 
 Pure Python: nothing here imports torch. The numbers model *this* learner's update step (see
 ``docs/learner-memory.md`` for the derivation and the CPU calibration): one process on one device,
-torch AdamW, the frozen reference as a deep copy of the policy, log-probabilities from a float32
-log-softmax of logits computed over the response columns only, and the entropy logged from detached
-logits.
+torch AdamW (on fp32 masters with low-precision weights), the frozen reference as a deep copy of
+the policy (optionally offloaded to the host) whose log-probs come from one no-grad pass per
+update, and log-probabilities and entropy computed from the logits of the response columns in
+float32 blocks (no float32 copy of the whole logits).
 
 Formulas (bytes; ``P`` parameters, ``P_t`` trainable ones, ``tok`` = micro-batch tokens,
 ``rows`` = logit rows = micro-batch x (response + 1), ``V`` vocabulary, ``L`` layers):
 
-* persistent: weights ``P b_w`` (+ fp32 master ``4 P`` when asked) + AdamW ``2 P_t b_opt`` +
-  reference ``P b_w`` (KL on, no LoRA);
-* gradients ``P_t b_g``: alive from the first backward of an update until the next update's
-  ``zero_grad(set_to_none=True)``, so they count in the backward, optimizer-step and generation
-  phases, and in the forward only when micro-batches accumulate;
+* persistent: weights ``P b_w`` (+ fp32 masters ``4 P_t`` when asked) + AdamW ``2 P_t b_opt`` +
+  reference ``P b_w`` (KL on, no LoRA, not offloaded);
+* gradients ``P_t b_g``: alive from the first backward of a mini-batch until its optimizer step
+  (fp32 master gradients in the step), so they count in the backward and optimizer-step phases,
+  and in the forward only when micro-batches accumulate; the trainer frees them after each update;
 * activations: ``tok x L x h x f``, with ``f`` the bytes each layer saves for backward per token and
   hidden unit (SDPA with a padding mask, sequence length ``S``: fp32 full fine-tune
   ``44 + 16 I/h + 4 S/h``; bf16 ``26 + 8 I/h + 2 S/h``; see :meth:`MemoryPlan.layer_factor`);
   with gradient checkpointing ``f = b_residual`` (the layer input) plus one layer recomputed
   during backward;
-* logits: ``rows x V x (b_logit + 16)``: the logits, the saved float32 log-softmax and three float32
-  temporaries (the entropy's, or the reference's, log-softmax), all alive at the end of the forward;
+* logits: ``rows x V x b_logit`` at the end of the forward (plus three float32 blocks of at most
+  ``logit_chunk`` logits), twice that in the LM-head backward (their gradient and its copy padded to
+  the LM head's width);
 * the peak is the largest of the forward, LM-head backward, top-layer backward, end-of-backward,
-  optimizer-step and (HF backend) generation phases, on top of the persistent tensors; plus vLLM's
-  share and an overhead allowance.
+  optimizer-step, reference-pass and (HF backend) generation phases, on top of the persistent
+  tensors; plus vLLM's share and an overhead allowance.
 
 >>> plan = plan_memory("tiny", micro_batch_size=4, seq_len=256, response_len=128,
 ...                    device="cpu", rollout="none")
 >>> plan.params, plan.trainable_params, plan.peak_phase
 (115392, 115392, 'forward')
 >>> round(plan.total / 2**20, 1)  # MiB: fp32 weights, AdamW, reference, activations, logits
-19.2
+18.2
 >>> plan_memory("Qwen2.5-7B-Instruct", lora_rank=64).trainable_params
 161480704
 >>> ok, plan = check_fits("Qwen2.5-7B-Instruct", 80 * 2**30, weight_dtype="bf16")
 >>> ok, plan.peak_phase
-(False, 'forward')
+(False, 'lm_head_backward')
 >>> check_fits("Qwen2.5-7B-Instruct", 80 * 2**30, weight_dtype="bf16", lora_rank=64,
 ...            gradient_checkpointing=True)[0]
 True
@@ -289,15 +291,16 @@ class PlanConfig:
         seq_len: tokens per sequence as padded in the micro-batch (prompt + response).
         response_len: response tokens per sequence; the LM head runs on ``response_len + 1``
             columns (``policy.response_logits``). ``None`` = logits over every position.
-        grad_accumulation: micro-batches per optimizer step. Above 1 the summed gradients (and the
-            previous micro-batch's logits) are alive during every forward after the first.
+        grad_accumulation: micro-batches per optimizer step. Above 1 the summed gradients are
+            alive during every forward after the first.
         lora_rank: > 0 trains a peft LoRA adapter on all seven projections of every layer.
         lora_dtype: the adapter's dtype (peft upcasts adapters to fp32 by default).
-        weight_dtype: dtype of the model weights (the trainer loads fp32 by default).
+        weight_dtype: dtype of the model weights (``TrainConfig.weight_dtype``; fp32 by default).
         compute_dtype: matmul dtype; ``None`` = ``weight_dtype``. ``"bf16"`` with fp32 weights is
-            the trainer's CUDA autocast (``TrainConfig.mixed_precision``).
-        master_weights: keep an fp32 copy of bf16/fp16 weights for the optimizer (a mixed-precision
-            optimizer; plain torch AdamW has none). Ignored with LoRA (the adapter is fp32).
+            the trainer's autocast (``TrainConfig.autocast``: bf16 on CUDA by default).
+        master_weights: fp32 copies of the trainable parameters for the optimizer when they are
+            bf16/fp16 (``TrainConfig.master_weights``): ``4 P_t`` bytes, fp32 AdamW states (with
+            ``optimizer_dtype="param"``) and fp32 gradients during the optimizer step.
         grad_dtype: ``None`` = the trainable parameters' dtype (what torch produces).
         optimizer_dtype: AdamW state dtype: ``"param"`` (torch AdamW: the parameter's dtype),
             ``"fp32"`` or ``"bf16"``.
@@ -305,8 +308,10 @@ class PlanConfig:
         kl: KL to a frozen reference is on (``kl_coef > 0``); without LoRA the trainer deep-copies
             the policy, with LoRA the reference is the base with the adapter disabled (no copy).
         ref_dtype: the reference copy's dtype; ``None`` = ``weight_dtype`` (a deep copy).
-        gradient_checkpointing: recompute each decoder layer in backward (HF
-            ``activation_checkpointing_enable``); the trainer does not switch it on itself.
+        ref_offload: the reference copy lives in host memory and is on the device only during the
+            reference pass (``TrainConfig.ref_offload``).
+        gradient_checkpointing: recompute each decoder layer in backward (HF non-reentrant
+            checkpointing, ``TrainConfig.gradient_checkpointing``).
         attention: ``"sdpa"`` (PyTorch SDPA with a padding mask: KV heads repeated, linear memory),
             ``"flash_attention_2"`` (no repeat) or ``"eager"`` (saves the seq x seq probabilities).
         device: ``"cuda"`` (AdamW's foreach path: one parameter-sized temporary in the step) or
@@ -323,6 +328,8 @@ class PlanConfig:
         vllm_dtype: dtype of vLLM's weights and KV cache.
         overhead_bytes: allowance for the CUDA context, library workspaces and allocator
             fragmentation; ``None`` = 2 GiB on cuda, 0 on cpu. An allowance, not a measurement.
+        logit_chunk: logits per float32 block of the chunked log-softmax and entropy
+            (``learners.llm.loss.LOGIT_CHUNK_ELEMENTS``).
     """
 
     micro_batch_size: int = 8
@@ -339,6 +346,7 @@ class PlanConfig:
     optimizer_states: int = 2
     kl: bool = True
     ref_dtype: str | None = None
+    ref_offload: bool = False
     gradient_checkpointing: bool = False
     attention: str = "sdpa"
     device: str = "cuda"
@@ -349,6 +357,7 @@ class PlanConfig:
     vllm_num_seqs: int | None = None
     vllm_dtype: str = "bf16"
     overhead_bytes: int | None = None
+    logit_chunk: int = 2**24
 
     def __post_init__(self) -> None:
         for name in ("micro_batch_size", "seq_len", "grad_accumulation", "gen_batch_size"):
@@ -527,17 +536,20 @@ _PHASE_LABELS = {
     "layer_backward": "backward: top layer",
     "backward_end": "backward: end (embedding)",
     "optimizer_step": "optimizer step",
+    "reference_pass": "reference log-prob pass",
     "generate": "HF generate (rollout)",
 }
 
 _TERM_LABELS = {
     "live_grads": "gradients alive (accumulation)",
-    "previous_logits": "previous micro-batch's logits",
     "activations": "saved activations (all layers)",
     "final_norm": "final norm + LM-head input",
     "attention_mask": "attention mask",
     "autocast_weights": "autocast weight copies",
-    "logits": "logits + fp32 log-softmax copies",
+    "logits": "logits (backward: their gradient + its padded copy)",
+    "logit_blocks": "float32 blocks of chunked log-softmax/entropy",
+    "reference_weights": "reference moved onto the device",
+    "pass_transient": "a layer's tensors, or logits + blocks",
     "head_grad": "LM-head weight gradient",
     "recompute": "recomputed layer (checkpointing)",
     "workspace": "backward workspace (grads in flight)",
@@ -545,7 +557,7 @@ _TERM_LABELS = {
     "embedding_grad": "embedding gradient temporary",
     "optimizer_temp": "AdamW step temporaries",
     "kv_cache": "KV cache",
-    "gen_logits": "per-step logits (+ stacked copy)",
+    "gen_logits": "one step's float32 logits, log-softmax, scores",
 }
 
 
@@ -615,18 +627,23 @@ def plan_memory(
     b_r = b_w  # the residual stream keeps the weights' dtype (fp32 under autocast)
     train_dtype = cfg.lora_dtype if lora else cfg.weight_dtype
     grad_dtype = cfg.grad_dtype or train_dtype
-    opt_dtype = train_dtype if cfg.optimizer_dtype == "param" else cfg.optimizer_dtype
+    masters = cfg.master_weights and DTYPE_BYTES[train_dtype] < 4
+    if cfg.optimizer_dtype == "param":
+        opt_dtype = "fp32" if masters else train_dtype
+    else:
+        opt_dtype = cfg.optimizer_dtype
     ref_dtype = cfg.ref_dtype or cfg.weight_dtype
     b_g, b_o = DTYPE_BYTES[grad_dtype], DTYPE_BYTES[opt_dtype]
 
     params = arch.num_params
     trainable = arch.lora_params(cfg.lora_rank) if lora else params
     adapter = trainable if lora else 0
+    reference = params * DTYPE_BYTES[ref_dtype] if (cfg.kl and not lora) else 0
     persistent = {
         "weights": params * b_w + adapter * DTYPE_BYTES[cfg.lora_dtype],
-        "master_weights": 4 * params if (cfg.master_weights and not lora and b_w < 4) else 0,
+        "master_weights": 4 * trainable if masters else 0,
         "optimizer_states": cfg.optimizer_states * trainable * b_o,
-        "reference": params * DTYPE_BYTES[ref_dtype] if (cfg.kl and not lora) else 0,
+        "reference": reference if not cfg.ref_offload else 0,
     }
 
     h, vocab, layers = arch.hidden_size, arch.vocab_size, arch.num_layers
@@ -659,12 +676,13 @@ def plan_memory(
             vocab * h + cast_layers * (arch.layer_linear_params + adapter_linear)
         )
     logits_one = rows * vocab * b_c
+    # one float32 block of the chunked log-softmax / entropy (up to three alive at a time)
+    block = 4 * min(rows * vocab, cfg.logit_chunk)
     grads = trainable * b_g
     accumulating = cfg.grad_accumulation > 1
     head_grad = 0 if lora else vocab * h * b_g
     base = {
         "live_grads": grads if accumulating else 0,
-        "previous_logits": logits_one if accumulating else 0,
         "activations": activations,
         "final_norm": final_norm,
         "attention_mask": attention_mask,
@@ -676,33 +694,43 @@ def plan_memory(
         largest = max(vocab * h, max(a * b for a, b in arch.linear_shapes()))
     opt_temp = trainable * b_o if cfg.device == "cuda" else 2 * largest * b_o
     terms: dict[str, dict[str, int]] = {
-        # logits (C) + saved fp32 log-softmax + three fp32 temporaries (entropy / reference)
-        "forward": {**base, "logits": rows * vocab * (b_c + 16)},
-        # logits + saved log-softmax + its incoming and outgoing fp32 gradients
-        "lm_head_backward": {**base, "logits": rows * vocab * (b_c + 12)},
+        # the logits (the log-prob and entropy functions save them, no float32 copy)
+        "forward": {**base, "logits": logits_one, "logit_blocks": 3 * block},
+        # the logits' gradient, then the slice's full-width copy of it (the logits themselves die
+        # when the log-prob function's backward has run)
+        "lm_head_backward": {**base, "logits": 2 * logits_one, "logit_blocks": 2 * block},
         "layer_backward": {
             **base,
-            "logits": logits_one,  # the trainer still holds the logits
             "head_grad": head_grad,
             "recompute": recompute,
             "workspace": tok * (b_r * h + 3 * b_c * arch.intermediate_size),
         },
         "backward_end": {
             "gradients": grads,
-            "previous_logits": base["previous_logits"],
-            "logits": logits_one,
             "embedding_grad": 0 if lora else vocab * h * b_g,
         },
-        "optimizer_step": {"gradients": grads, "logits": logits_one, "optimizer_temp": opt_temp},
+        # with masters the gradients become fp32 master gradients (the model's freed one by one)
+        "optimizer_step": {
+            "gradients": 4 * trainable + largest * b_g if masters else grads,
+            "optimizer_temp": opt_temp,
+        },
     }
+    if cfg.kl:  # the reference log-probs: one no-grad pass per update, before the micro-batches
+        # a layer's tensors in flight (two residuals, q/k/v/output, the MLP's three
+        # intermediates, SDPA's float mask), then the logits and the log-prob function's blocks
+        layer = tok * (2 * b_r * h + 4 * b_c * arch.q_dim + 3 * b_c * arch.intermediate_size)
+        layer += cfg.micro_batch_size * cfg.seq_len**2 * b_c if cfg.attention == "sdpa" else 0
+        terms["reference_pass"] = {
+            "reference_weights": reference if cfg.ref_offload else 0,
+            "attention_mask": attention_mask,
+            "pass_transient": max(layer, logits_one + 2 * block),
+        }
     if cfg.rollout == "hf":
-        response = cfg.response_len or cfg.seq_len
         kv_per_token = 2 * layers * arch.kv_dim * b_w
         terms["generate"] = {
-            "gradients": grads,  # zeroed (set to None) only when the next update starts
             "kv_cache": cfg.gen_batch_size * cfg.seq_len * kv_per_token,
-            # generate keeps every step's logits in fp32; the rollout stacks them into a copy
-            "gen_logits": 2 * cfg.gen_batch_size * response * vocab * 4,
+            # the step's float32 logits, their log-softmax and the processed scores
+            "gen_logits": 3 * cfg.gen_batch_size * vocab * 4,
         }
     phases = {k: sum(v.values()) for k, v in terms.items()}
     peak_phase = max(phases, key=lambda k: phases[k])
@@ -792,7 +820,7 @@ def max_micro_batch_size(
 
     >>> max_micro_batch_size("Qwen2.5-1.5B-Instruct", 80 * 2**30, seq_len=2048, response_len=512,
     ...                      compute_dtype="bf16", gradient_checkpointing=True, rollout="none")
-    32
+    74
     """
     config.pop("micro_batch_size", None)
 
@@ -811,31 +839,52 @@ def max_micro_batch_size(
 
 
 def train_config_kwargs(
-    train_config: Any, *, seq_len: int, response_len: int | None = None, **overrides: Any
+    train_config: Any,
+    *,
+    seq_len: int,
+    response_len: int | None = None,
+    device: str = "cuda",
+    **overrides: Any,
 ) -> dict[str, Any]:
     """:class:`PlanConfig` keywords read off a ``TrainConfig`` (any object with its fields; vLLM's
     share is ``vllm_gpu_memory_utilization`` when it has one).
 
     The sequence lengths come from the envs' prompts, so they are arguments; ``overrides`` win.
-    On CUDA the trainer loads fp32 weights and autocasts to bf16 when ``mixed_precision`` is set.
+    ``autocast="auto"`` resolves for ``device`` (bf16 on CUDA with fp32 weights); a token budget
+    ``micro_batch_tokens`` plans ``max(1, budget // seq_len)`` sequences of ``seq_len`` tokens;
+    LoRA adapters take the weights' dtype (the trainer casts the whole model).
 
     >>> from types import SimpleNamespace
-    >>> cfg = SimpleNamespace(micro_batch_size=4, lora_rank=0, kl_coef=0.01, backend="hf",
-    ...                       mixed_precision=True, gen_batch_size=32)
-    >>> train_config_kwargs(cfg, seq_len=512)["compute_dtype"]
-    'bf16'
+    >>> cfg = SimpleNamespace(micro_batch_size=4, micro_batch_tokens=4096, lora_rank=0,
+    ...                       kl_coef=0.01, backend="hf", autocast="auto", gen_batch_size=32)
+    >>> kw = train_config_kwargs(cfg, seq_len=512)
+    >>> kw["compute_dtype"], kw["micro_batch_size"]
+    ('bf16', 8)
     """
+    weights = _dtype(getattr(train_config, "weight_dtype", "float32"))
+    mode = getattr(train_config, "autocast", "auto")
+    if mode == "auto":
+        compute = "bf16" if device == "cuda" and weights == "fp32" else None
+    else:
+        compute = None if mode == "none" else _dtype(mode)
+    budget = getattr(train_config, "micro_batch_tokens", None)
+    rows = int(train_config.micro_batch_size) if budget is None else max(1, budget // seq_len)
     out: dict[str, Any] = {
-        "micro_batch_size": int(train_config.micro_batch_size),
+        "micro_batch_size": rows,
         "seq_len": seq_len,
         "response_len": response_len,
         "lora_rank": int(getattr(train_config, "lora_rank", 0)),
+        "lora_dtype": weights,
         "kl": bool(getattr(train_config, "kl_coef", 0.0)),
+        "ref_offload": bool(getattr(train_config, "ref_offload", False)),
         "rollout": getattr(train_config, "backend", "hf"),
         "vllm_gpu_memory_utilization": getattr(train_config, "vllm_gpu_memory_utilization", None),
         "gen_batch_size": int(getattr(train_config, "gen_batch_size", 32)),
-        "weight_dtype": "fp32",
-        "compute_dtype": "bf16" if getattr(train_config, "mixed_precision", False) else None,
+        "weight_dtype": weights,
+        "compute_dtype": compute,
+        "master_weights": bool(getattr(train_config, "master_weights", False)),
+        "gradient_checkpointing": bool(getattr(train_config, "gradient_checkpointing", False)),
+        "device": device,
     }
     out.update(overrides)
     return out

@@ -5,6 +5,7 @@ This module holds:
 * :class:`Policy` - model + tokenizer + device; :meth:`Policy.chat_ids` renders chat messages
   with the chat template (generation prompt appended) into token ids.
 * :func:`load_policy` - load a local HF model directory (optionally wrapped in a LoRA adapter).
+* :func:`enable_gradient_checkpointing` - HF non-reentrant checkpointing of every decoder layer.
 * :func:`collate` - pack (prompt, response) pairs: prompts left-padded so every response starts at
   the same column, responses right-padded; optionally a shared prompt prefix split off.
 * :func:`common_prefix_length` - the token prefix a batch of prompts shares.
@@ -39,6 +40,7 @@ __all__ = [
     "Policy",
     "PackedBatch",
     "load_policy",
+    "enable_gradient_checkpointing",
     "collate",
     "common_prefix_length",
     "response_logits",
@@ -112,6 +114,23 @@ def load_policy(
         )
         model = get_peft_model(model, config)
     return Policy(model.to(device), tokenizer, device)
+
+
+def enable_gradient_checkpointing(model: Any) -> None:
+    """Recompute each decoder layer in backward (HF checkpointing, ``use_reentrant=False``).
+
+    Works on peft models (the call reaches the wrapped transformers model, which also makes the
+    embedding output require gradients, as a frozen-embedding LoRA model needs with reentrant
+    checkpointing). Only active in ``train()`` mode, where it turns the KV cache off: a
+    checkpointed layer would write the cache again when it is recomputed, so training forwards
+    must not use :func:`collate`'s shared prefix (``min_shared_prefix=0``).
+    """
+    kwargs = {"use_reentrant": False}
+    enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5
+    if enable is not None:
+        enable(kwargs)
+    else:
+        model.gradient_checkpointing_enable(kwargs)
 
 
 @dataclass

@@ -25,11 +25,18 @@ One iteration:
 3. one PPO update over every step-sample (prompt tokens masked, the step's advantage on each of
    its response tokens, dual-clip PPO, k3 KL to the frozen reference, the loss aggregated by
    ``loss_agg_mode`` over each mini-batch, gradient accumulation over micro-batches, truncated
-   responses optionally given zero weight, bf16 autocast on CUDA, optional LoRA);
+   responses optionally given zero weight, the reference log-probs from one pass per update,
+   length-sorted micro-batches cut by a sample count or a token budget, the precision of
+   :mod:`~learners.llm.precision` (bf16 autocast on CUDA by default), optional gradient
+   checkpointing and LoRA);
 4. log metrics (CSV, TensorBoard, tqdm), evaluate on test tasks (greedy and sampled, every
    episode's outcome kept, the before/after gain with its 95% interval), checkpoint.
 
-Checkpoints hold the model and optimizer state, every RNG state, the iteration and the task-cursor
+Before the first update the trainer estimates its memory with :mod:`learners.llm.plan` and warns
+when the run will likely not fit the device (:func:`~learners.llm.memcheck.warn_if_unfit`).
+
+Checkpoints hold the model and optimizer state, the fp32 master weights and the loss scaler,
+every RNG state, the iteration and the task-cursor
 position, so a resumed run continues bit-exactly on CPU (every group starts from an explicit task
 id; no env state crosses an iteration).
 """
@@ -43,7 +50,6 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +58,7 @@ import numpy as np
 import torch
 
 from agentenvs.core.trajectory import Step
+from learners.llm.batching import micro_batches
 from learners.llm.config import TrainConfig
 from learners.llm.cursor import TaskCursor
 from learners.llm.generation import HFGenerator
@@ -64,13 +71,21 @@ from learners.llm.loss import (
     ppo_objective,
     token_logprobs,
 )
+from learners.llm.memcheck import warn_if_unfit
 from learners.llm.metrics import (
     MetricsLogger,
     paired_difference,
     plot_learning_curve,
     rollout_metrics,
 )
-from learners.llm.policy import Policy, collate, response_logits, response_logprobs
+from learners.llm.policy import (
+    Policy,
+    collate,
+    enable_gradient_checkpointing,
+    response_logits,
+    response_logprobs,
+)
+from learners.llm.precision import DTYPES, MixedPrecision, autocast_dtype
 from learners.llm.rollout import (
     Sampler,
     block_size,
@@ -181,13 +196,29 @@ class Trainer:
             # processed log-probs): PPO's old log-probs come from a trainer forward instead
             self.config = config = dataclasses.replace(config, recompute_old_logprobs=True)
         self.lora = hasattr(policy.model, "disable_adapter")
+        dtype = DTYPES[config.weight_dtype]
+        if any(p.dtype != dtype for p in policy.model.parameters() if p.is_floating_point()):
+            policy.model.to(dtype)  # LoRA adapters included
         self.ref_model = None
         if config.kl_coef and not self.lora:
             self.ref_model = copy.deepcopy(policy.model).eval().requires_grad_(False)
+            if config.ref_offload:
+                self.ref_model.to("cpu")
+        if config.gradient_checkpointing:
+            enable_gradient_checkpointing(policy.model)
         self.params = [p for p in policy.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(
-            self.params, lr=config.lr, weight_decay=config.weight_decay
+        device_type = torch.device(policy.device).type
+        self.precision = MixedPrecision(
+            self.params,
+            weight_dtype=config.weight_dtype,
+            autocast=autocast_dtype(config.autocast, config.weight_dtype, device_type),
+            master_weights=config.master_weights,
+            device_type=device_type,
         )
+        self.optimizer = torch.optim.AdamW(
+            self.precision.optimizer_params, lr=config.lr, weight_decay=config.weight_decay
+        )
+        self._memory_checked = False
         self.iteration = 0
         self.logger = MetricsLogger(self.out_dir, tensorboard=tensorboard)
         (self.out_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
@@ -283,51 +314,121 @@ class Trainer:
         )
         return metrics
 
-    def _autocast(self):
-        if self.policy.device.startswith("cuda") and self.config.mixed_precision:
-            return torch.autocast("cuda", dtype=torch.bfloat16)
-        return nullcontext()
-
-    def _reference_logprobs(self, batch, temperature: float) -> torch.Tensor:
-        with torch.no_grad(), self._autocast():
-            if self.lora:
-                with self.policy.model.disable_adapter():
-                    logits = response_logits(self.policy.model, batch)
-            else:
-                logits = response_logits(self.ref_model, batch)
-            return token_logprobs(logits, batch.response_ids, temperature)
-
     def _padded(self, rows: Sequence[np.ndarray], width: int) -> torch.Tensor:
         out = torch.zeros((len(rows), width), dtype=torch.float32)
         for i, r in enumerate(rows):
             out[i, : len(r)] = torch.as_tensor(np.asarray(r, dtype=np.float32))
         return out
 
-    def _old_logprobs(self, samples: Sequence[Step], temperature: float) -> list[np.ndarray]:
-        if not self.config.recompute_old_logprobs:
-            return [s.extras["logprobs"] for s in samples]
-        out = []
-        size = self.config.micro_batch_size
-        for i in range(0, len(samples), size):
-            chunk = samples[i : i + size]
-            batch = self._collate(chunk)
-            with torch.no_grad(), self._autocast():
-                lp = token_logprobs(
-                    response_logits(self.policy.model, batch), batch.response_ids, temperature
-                )
-            out += [
-                lp[j, : len(s.extras["response_ids"])].float().cpu().numpy()
-                for j, s in enumerate(chunk)
-            ]
-        return out
+    def _micro_batches(self, samples: Sequence[Step], indices: Sequence[int]) -> list[list[int]]:
+        """``indices`` sorted by length and cut by ``micro_batch_tokens`` or ``micro_batch_size``
+        (see :func:`~learners.llm.batching.micro_batches`)."""
+        cfg = self.config
+        budget = {"max_tokens": cfg.micro_batch_tokens}
+        if cfg.micro_batch_tokens is None:
+            budget = {"size": cfg.micro_batch_size}
+        prompt_lens = [len(s.extras["prompt_ids"]) for s in samples]
+        response_lens = [len(s.extras["response_ids"]) for s in samples]
+        return micro_batches(indices, prompt_lens, response_lens, **budget)
 
     def _collate(self, samples: Sequence[Step]):
+        # a checkpointed layer would write a shared prefix's KV cache again when recomputed
+        shared = 0 if self.config.gradient_checkpointing else self.config.min_shared_prefix
         return collate(
             [s.extras["prompt_ids"].tolist() for s in samples],
             [s.extras["response_ids"].tolist() for s in samples],
             self.policy.pad_id,
-            min_shared_prefix=self.config.min_shared_prefix,
+            min_shared_prefix=shared,
         ).to(self.policy.device)
+
+    def _no_grad_logprobs(
+        self, model: Any, samples: Sequence[Step], indices: Sequence[int], temperature: float
+    ) -> dict[int, np.ndarray]:
+        """``model``'s log-probs of the response tokens of ``samples[i]`` for ``i`` in ``indices``
+        (one no-grad pass in this trainer's micro-batches and precision), float32 host arrays."""
+        scorer = dataclasses.replace(self.policy, model=model)
+        # a checkpointed layer would write a shared prefix's KV cache again when recomputed
+        shared = 0 if self.config.gradient_checkpointing else self.config.min_shared_prefix
+        out = {}
+        for idx in self._micro_batches(samples, indices):
+            with self.precision.autocast():
+                lps = response_logprobs(
+                    scorer,
+                    [samples[i].extras["prompt_ids"].tolist() for i in idx],
+                    [samples[i].extras["response_ids"].tolist() for i in idx],
+                    temperature=temperature,
+                    batch_size=len(idx),
+                    min_shared_prefix=shared,
+                )
+            out.update(
+                {i: np.asarray(lp, dtype=np.float32) for i, lp in zip(idx, lps, strict=True)}
+            )
+        return out
+
+    def reference_logprobs(
+        self, samples: Sequence[Step], indices: Sequence[int], temperature: float
+    ) -> dict[int, np.ndarray]:
+        """The frozen reference's log-probs (see :meth:`_no_grad_logprobs`), computed once per
+        update: the LoRA base with the adapter disabled, or the reference copy (moved to the
+        device for this pass and back with ``config.ref_offload``)."""
+        if self.lora:
+            with self.policy.model.disable_adapter():
+                return self._no_grad_logprobs(self.policy.model, samples, indices, temperature)
+        offload = self.config.ref_offload
+        if offload:
+            self.ref_model.to(self.policy.device)
+        try:
+            return self._no_grad_logprobs(self.ref_model, samples, indices, temperature)
+        finally:
+            if offload:
+                self.ref_model.to("cpu")
+
+    def _micro_step(
+        self,
+        chunk: Sequence[Step],
+        old: Sequence[np.ndarray],
+        ref: Sequence[np.ndarray] | None,
+        norm: float,
+        n_tok: float,
+        temperature: float,
+    ) -> dict[str, float]:
+        """Forward and backward of one micro-batch (its share of the mini-batch loss); returns
+        its loss parts and the tokens it ran. The logits die with the backward."""
+        cfg = self.config
+        batch = self._collate(chunk)
+        width = batch.response_ids.shape[1]
+        mask = batch.response_mask
+        adv = torch.tensor([float(s.advantage) for s in chunk], device=mask.device)
+        with self.precision.autocast():
+            logits = response_logits(self.policy.model, batch)
+        logp = token_logprobs(logits, batch.response_ids, temperature)
+        loss, st = ppo_objective(
+            logp,
+            self._padded(old, width).to(mask.device),
+            None if ref is None else self._padded(ref, width).to(mask.device),
+            broadcast_advantages(adv, mask),
+            mask,
+            norm,
+            clip_ratio=cfg.clip_ratio,
+            clip_ratio_high=cfg.clip_ratio_high,
+            clip_ratio_c=cfg.clip_ratio_c,
+            kl_coef=cfg.kl_coef,
+            loss_agg_mode=cfg.loss_agg_mode,
+            num_tokens=n_tok,
+        )
+        # with a bonus the entropy is differentiated; else it is only logged (no graph)
+        ent_logits = logits if cfg.entropy_coef else logits.detach()
+        entropy = aggregate(
+            entropy_from_logits(ent_logits, temperature), mask, cfg.loss_agg_mode, norm
+        )
+        if cfg.entropy_coef:
+            loss = loss - cfg.entropy_coef * entropy
+        del logits, ent_logits, logp  # only the graph holds the logits now: freed in backward
+        self.precision.backward(loss)
+        tokens = int(batch.attention_mask.sum())  # tokens run through the model
+        if batch.prefix_ids is not None:
+            tokens += batch.prefix_ids.shape[1]
+        return {**st, "loss": loss.item(), "entropy": entropy.item(), "tokens": tokens}
 
     def update(self, steps: Sequence[Step]) -> dict[str, float]:
         """PPO over ``steps`` (each with ``advantage`` and rollout ``extras``); returns stats.
@@ -335,8 +436,10 @@ class Trainer:
         Each mini-batch's loss is aggregated by ``config.loss_agg_mode`` with the mini-batch's
         normaliser (token or sequence count), so accumulating its micro-batches' gradients gives
         the mini-batch loss's gradient. With ``config.mask_truncated`` a truncated sample
-        (``extras["truncated"]``) has zero weight: it counts in no normaliser and no micro-batch
-        of only such samples runs; a mini-batch of only such samples takes no optimizer step.
+        (``extras["truncated"]``) has zero weight: it counts in no normaliser and runs in no
+        micro-batch; a mini-batch of only such samples takes no optimizer step. The reference
+        log-probs (and the old ones, with ``recompute_old_logprobs``) come from one no-grad pass
+        before the epochs. A step skipped by the float16 loss scaler counts in ``skipped_steps``.
         """
         cfg = self.config
         samples = [s for s in steps if s.advantage is not None and len(s.extras["response_ids"])]
@@ -346,12 +449,20 @@ class Trainer:
         lengths = torch.tensor([len(s.extras["response_ids"]) for s in samples])
         truncated = torch.tensor([bool(s.extras.get("truncated", False)) for s in samples])
         weights = (~truncated if cfg.mask_truncated else torch.ones_like(truncated)).float()
+        live = [i for i in range(len(samples)) if weights[i] > 0]
         model = self.policy.model
         model.train()
-        old_all = self._old_logprobs(samples, temperature)
-        keys = ("loss", "pg_loss", "kl", "clip_frac", "clip_frac_lower", "entropy", "grad_norm")
+        if not self._memory_checked:
+            self._memory_checked = True
+            self._check_memory(samples, live)
+        if cfg.recompute_old_logprobs:
+            old_all = self._no_grad_logprobs(model, samples, live, temperature)
+        else:
+            old_all = {i: samples[i].extras["logprobs"] for i in live}
+        ref_all = self.reference_logprobs(samples, live, temperature) if cfg.kl_coef else None
+        keys = ("loss", "pg_loss", "kl", "clip_frac", "clip_frac_lower", "entropy")
         sums = dict.fromkeys(keys, 0.0)
-        updates, tokens = 0, 0
+        grad_norm, minis, skipped, tokens = 0.0, 0, 0, 0
         for epoch in range(cfg.ppo_epochs):
             order = np.random.default_rng([cfg.seed, self.iteration, epoch]).permutation(
                 len(samples)
@@ -369,58 +480,31 @@ class Trainer:
                 n_tok = float(mini_mask.sum())
                 if not norm:
                     continue
-                self.optimizer.zero_grad(set_to_none=True)
-                for k in range(0, len(mini), cfg.micro_batch_size):
-                    idx = mini[k : k + cfg.micro_batch_size]
-                    w = weights[torch.as_tensor(idx)]
-                    if not w.any():
-                        continue
-                    chunk = [samples[i] for i in idx]
-                    batch = self._collate(chunk)
-                    width = batch.response_ids.shape[1]
-                    mask = batch.response_mask * w[:, None].to(batch.response_mask.device)
-                    old = self._padded([old_all[i] for i in idx], width).to(mask.device)
-                    adv = torch.tensor([float(s.advantage) for s in chunk], device=mask.device)
-                    with self._autocast():
-                        logits = response_logits(model, batch)
-                    logp = token_logprobs(logits, batch.response_ids, temperature)
-                    ref = self._reference_logprobs(batch, temperature) if cfg.kl_coef else None
-                    loss, st = ppo_objective(
-                        logp,
-                        old,
-                        ref,
-                        broadcast_advantages(adv, mask),
-                        mask,
+                self.precision.zero_grad()
+                active = [int(i) for i in mini if weights[i] > 0]
+                for idx in self._micro_batches(samples, active):
+                    st = self._micro_step(
+                        [samples[i] for i in idx],
+                        [old_all[i] for i in idx],
+                        None if ref_all is None else [ref_all[i] for i in idx],
                         norm,
-                        clip_ratio=cfg.clip_ratio,
-                        clip_ratio_high=cfg.clip_ratio_high,
-                        clip_ratio_c=cfg.clip_ratio_c,
-                        kl_coef=cfg.kl_coef,
-                        loss_agg_mode=cfg.loss_agg_mode,
-                        num_tokens=n_tok,
+                        n_tok,
+                        temperature,
                     )
-                    ent_logits = logits if cfg.entropy_coef else logits.detach()
-                    entropy = aggregate(
-                        entropy_from_logits(ent_logits, temperature), mask, cfg.loss_agg_mode, norm
-                    )
-                    if cfg.entropy_coef:
-                        loss = loss - cfg.entropy_coef * entropy
-                    loss.backward()
-                    sums["loss"] += loss.item()
-                    sums["entropy"] += entropy.item()
-                    for key in ("pg_loss", "kl", "clip_frac", "clip_frac_lower"):
+                    tokens += st.pop("tokens")
+                    for key in keys:
                         sums[key] += st[key]
-                    tokens += int(batch.attention_mask.sum())  # tokens run through the model
-                    if batch.prefix_ids is not None:
-                        tokens += batch.prefix_ids.shape[1]
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip)
-                sums["grad_norm"] += float(grad_norm)
-                self.optimizer.step()
-                updates += 1
+                norm_before_clip, was_skipped = self.precision.step(self.optimizer, cfg.grad_clip)
+                minis += 1
+                skipped += was_skipped
+                grad_norm += 0.0 if was_skipped else norm_before_clip
+        self.precision.zero_grad()  # nothing holds gradients between updates (rollouts)
         model.eval()
-        out = {k: v / max(updates, 1) for k, v in sums.items()}
+        out = {k: v / max(minis, 1) for k, v in sums.items()}
         out.update(
-            update_steps=float(updates),
+            grad_norm=grad_norm / max(minis - skipped, 1),
+            update_steps=float(minis - skipped),
+            skipped_steps=float(skipped),
             update_tokens=float(tokens),
             samples=float(len(samples)),
             truncated_frac=float(truncated.float().mean()),
@@ -441,19 +525,30 @@ class Trainer:
         chosen = chosen[: self.config.logprob_check_samples]
         if not chosen:
             return {}
-        prompts = [s.extras["prompt_ids"].tolist() for s in chosen]
-        responses = [s.extras["response_ids"].tolist() for s in chosen]
-        backend = self.generator.score(prompts, responses)
-        with self._autocast():
-            trainer = response_logprobs(
-                self.policy,
-                prompts,
-                responses,
-                batch_size=self.config.micro_batch_size,
-                min_shared_prefix=self.config.min_shared_prefix,
-            )
+        backend = self.generator.score(
+            [s.extras["prompt_ids"].tolist() for s in chosen],
+            [s.extras["response_ids"].tolist() for s in chosen],
+        )
+        ours = self._no_grad_logprobs(self.policy.model, chosen, range(len(chosen)), 1.0)
+        trainer = [ours[i] for i in range(len(chosen))]
         mean, worst = logprob_gap(backend, trainer)
         return {"sync/logprob_gap": mean, "sync/logprob_gap_max": worst}
+
+    def _check_memory(self, samples: Sequence[Step], live: Sequence[int]) -> None:
+        """Warn once, before the first update, when the memory plan for this run's longest
+        sample does not fit the device (see :func:`~learners.llm.memcheck.warn_if_unfit`)."""
+        if not live:
+            return
+        prompt = max(len(samples[i].extras["prompt_ids"]) for i in live)
+        mini = math.ceil(len(samples) / self.config.mini_batches)
+        warn_if_unfit(
+            self.config,
+            self.policy.model,
+            self.policy.device,
+            seq_len=prompt + self.max_new_tokens,
+            response_len=self.max_new_tokens,
+            mini_batch_size=mini,
+        )
 
     # -- evaluation --------------------------------------------------------------------------------
     def evaluate(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
@@ -507,6 +602,7 @@ class Trainer:
         state = {
             "model": self.policy.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
+            "precision": self.precision.state_dict(),
             "iteration": self.iteration,
             "cursor": self.cursor.position,
             "torch_rng": torch.get_rng_state(),
@@ -526,6 +622,7 @@ class Trainer:
         state = torch.load(path, map_location=self.policy.device, weights_only=False)
         self.policy.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self.precision.load_state_dict(state["precision"])
         self.iteration = int(state["iteration"])
         self.cursor.position = int(state["cursor"])
         torch.set_rng_state(state["torch_rng"].cpu())
