@@ -224,6 +224,13 @@ def test_user_env_trains_with_the_generic_prompt(tmp_path):
     assert rows[-1]["eval/sampled/episode_len"] == 2.0
 
 
+def test_format_warm_start_needs_admissible_actions():
+    from learners.llm.warm_start import format_warm_start
+
+    with pytest.raises(ValueError, match="admissible_actions"):
+        format_warm_start(_policy(), EchoEnv(), ["apple"], steps=1)
+
+
 def _fresh(obs):
     from agentenvs.core import EpisodeMemory
 

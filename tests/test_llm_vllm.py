@@ -398,9 +398,19 @@ def test_vllm_and_export_flags(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["train_llm.py"])
     args = train_llm.parse_args()
     defaults = TrainConfig()
-    assert args.export == "merged"
+    tiny = train_llm.RECIPES["tiny"]  # the main job: the default model on the default env
+    assert (
+        args.export == "merged" and args.model == "tiny" and args.env_kwargs == tiny["env_kwargs"]
+    )
     for name in train_llm.CONFIG_FLAGS:
-        assert getattr(args, name) == getattr(defaults, name)
+        assert getattr(args, name) == tiny.get(name, getattr(defaults, name))
+    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--model", "smollm2", "--lr", "3e-5"])
+    args = train_llm.parse_args()
+    assert args.lora and args.temperature == 0.7 and args.lr == 3e-5  # a flag beats the recipe
+    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--env", "agentenvs/ALFWorld-v0"])
+    args = train_llm.parse_args()  # another env: TrainConfig's defaults, the env's options
+    assert args.env_kwargs is None and args.format_warm_start == 0
+    assert all(getattr(args, name) == getattr(defaults, name) for name in train_llm.CONFIG_FLAGS)
     argv = [
         "train_llm.py",
         "--backend=vllm",

@@ -327,3 +327,17 @@ def test_prompt_modules_do_not_import_model_libraries():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("style", ["reference", "compact"])
+def test_a_prompts_answer_is_the_action_the_env_reads(style):
+    answered, written = SokobanEnv(), SokobanEnv()
+    prompt = answered.agent_prompt(style)
+    for env in (answered, written):
+        env.reset(options={"task_id": "seed-3"})
+    for move in ("left", "up", "right"):
+        got = answered.step(prompt.response_prefix + prompt.answer(move))
+        want = written.step(f"<think>go</think><action>{move}</action>")
+        assert got[4]["action_valid"] and got[:3] == want[:3]
+        if got[2]:  # won
+            break

@@ -10,7 +10,8 @@ This module holds:
   before the user turn), ``response_prefix`` (text the assistant turn starts with, e.g.
   ``<think>``; it is part of the prompt tokens and of the text sent to the env),
   ``max_new_tokens`` (the env's suggested response budget per step) and ``stop`` (strings after
-  which generation may stop; the stop string belongs to the response).
+  which generation may stop; the stop string belongs to the response); ``answer(command)`` is the
+  generated text (after the response prefix) that the env reads as ``command``.
 * :class:`GenericPrompt` (the reference style for any text env) and :class:`CompactGenericPrompt`
   (a short one for small models), which :meth:`~agentenvs.core.TextAgentEnv.agent_prompt` returns
   for an env that has no prompt of its own; :func:`generic_prompt`, :func:`agent_prompt_for` (the
@@ -123,7 +124,8 @@ class AgentPrompt:
         stop: strings after which generation may stop (the stop string stays in the response).
 
     A subclass implements :meth:`render`; :meth:`project` defaults to the reference stack's
-    projection of a tagged response (the lower-cased ``<action>`` content).
+    projection of a tagged response (the lower-cased ``<action>`` content) and :meth:`answer` to
+    the tagged format with an empty thought.
     """
 
     history_length: int = 2
@@ -143,6 +145,16 @@ class AgentPrompt:
         'open door'
         """
         return parse_action_verl(response, fallback_chars=30).command or ""
+
+    def answer(self, command: str) -> str:
+        """The text to generate after :attr:`response_prefix` so that the env reads ``command``
+        (the action syntax, for format-only supervised warm starts and tests).
+
+        >>> CompactGenericPrompt().answer("open door")  # its response prefix is "<think>"
+        '</think><action>open door</action>'
+        """
+        text = f"<think></think><action>{command}</action>"
+        return text.removeprefix(self.response_prefix)
 
     def messages(
         self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]

@@ -1,14 +1,14 @@
-"""The learner's configuration: one dataclass whose defaults are the README's main job.
+"""The learner's configuration: one dataclass of every training knob.
 
 This module holds :class:`TrainConfig`, :data:`LOSS_AGG_MODES` (verl's loss aggregation modes),
 :data:`WEIGHT_DTYPES` and :data:`AUTOCAST_MODES` (the precision choices; see
 :mod:`learners.llm.precision`) and :data:`EVAL_MODES` (greedy and sampled decoding in evaluation).
 
 The environments, their credit wrappers and the group sizes are not configuration here: the
-trainer is handed credit-wrapped envs (see :class:`~learners.llm.trainer.Trainer`). Defaults are
-the CPU main job of ``examples/train_llm.py``, whose command-line defaults are read from this class;
-each field says the reference stack's value (verl-agent scripts and verl's actor config) where it
-differs.
+trainer is handed credit-wrapped envs (see :class:`~learners.llm.trainer.Trainer`). Defaults suit a
+small pretrained instruct model; ``examples/train_llm.py`` reads its command-line defaults from this
+class (and the main job's per-model recipes override some of them). Each field says the reference
+stack's value (verl-agent scripts and verl's actor config) where it differs.
 
 >>> TrainConfig().prompt_style, TrainConfig().max_new_tokens is None
 ('compact', True)

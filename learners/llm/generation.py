@@ -283,7 +283,8 @@ class HFGenerator:
             do_sample=sample,
             eos_token_id=policy.stop_ids,
             pad_token_id=pad,
-            **_NEUTRAL_SAMPLING,
+            # top_k only matters (and is only accepted without a warning) when sampling
+            **{k: v for k, v in _NEUTRAL_SAMPLING.items() if sample or k != "top_k"},
         )
         record = SampledLogprobs(self.temperature, self.top_p) if sample else SampledLogprobs()
         try:
