@@ -331,14 +331,18 @@ class Trainer:
         response_lens = [len(s.extras["response_ids"]) for s in samples]
         return micro_batches(indices, prompt_lens, response_lens, **budget)
 
+    @property
+    def _shared_prefix(self) -> int:
+        """``min_shared_prefix`` of training forwards: 0 with gradient checkpointing (a
+        checkpointed layer would write a shared prefix's KV cache again when recomputed)."""
+        return 0 if self.config.gradient_checkpointing else self.config.min_shared_prefix
+
     def _collate(self, samples: Sequence[Step]):
-        # a checkpointed layer would write a shared prefix's KV cache again when recomputed
-        shared = 0 if self.config.gradient_checkpointing else self.config.min_shared_prefix
         return collate(
             [s.extras["prompt_ids"].tolist() for s in samples],
             [s.extras["response_ids"].tolist() for s in samples],
             self.policy.pad_id,
-            min_shared_prefix=shared,
+            min_shared_prefix=self._shared_prefix,
         ).to(self.policy.device)
 
     def _no_grad_logprobs(
@@ -347,8 +351,6 @@ class Trainer:
         """``model``'s log-probs of the response tokens of ``samples[i]`` for ``i`` in ``indices``
         (one no-grad pass in this trainer's micro-batches and precision), float32 host arrays."""
         scorer = dataclasses.replace(self.policy, model=model)
-        # a checkpointed layer would write a shared prefix's KV cache again when recomputed
-        shared = 0 if self.config.gradient_checkpointing else self.config.min_shared_prefix
         out = {}
         for idx in self._micro_batches(samples, indices):
             with self.precision.autocast():
@@ -358,7 +360,7 @@ class Trainer:
                     [samples[i].extras["response_ids"].tolist() for i in idx],
                     temperature=temperature,
                     batch_size=len(idx),
-                    min_shared_prefix=shared,
+                    min_shared_prefix=self._shared_prefix,
                 )
             out.update(
                 {i: np.asarray(lp, dtype=np.float32) for i, lp in zip(idx, lps, strict=True)}
