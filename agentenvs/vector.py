@@ -91,10 +91,13 @@ def sub_info(infos: dict[str, Any], i: int, keys: Iterable[str] | None = None) -
 
     Each key's ``i``-th entry, without the keys Gymnasium marks absent for ``i``
     (``infos["_key"][i]`` false) and without the mask entries themselves; ``keys`` limits it to
-    those keys. Every value of ``infos`` read must be per sub-env.
+    those keys. Every value of ``infos`` read must be per sub-env; a dict-valued info entry (which
+    Gymnasium batches as a dict of batches) is unbatched the same way.
 
     >>> sub_info({"won": [True, False], "_won": [True, True], "x": [1, 0], "_x": [False, True]}, 0)
     {'won': True}
+    >>> sub_info({"goal": {"asin": ["A", "B"], "_asin": [True, True]}, "_goal": [True, True]}, 1)
+    {'goal': {'asin': 'B'}}
     """
     out = {}
     for key in infos if keys is None else keys:
@@ -102,5 +105,6 @@ def sub_info(infos: dict[str, Any], i: int, keys: Iterable[str] | None = None) -
             continue
         present = infos.get(f"_{key}")
         if present is None or present[i]:
-            out[key] = infos[key][i]
+            value = infos[key]
+            out[key] = sub_info(value, i) if isinstance(value, dict) else value[i]
     return out

@@ -13,7 +13,8 @@ The base class does the rest the same way for every env:
   :func:`~agentenvs.core.parsing.parse_action`; ``"plain"``: the whole text is the command). An
   invalid action never raises: it earns ``-invalid_action_penalty``, leaves the state unchanged, counts
   toward ``max_steps`` (so every episode ends) and the next observation says why.
-* ``terminated`` means won; ``truncated`` means ``max_steps`` reached without winning. Stepping a
+* ``terminated`` means won (an env whose episodes can end otherwise, e.g. WebShop's purchase,
+  overrides ``_terminated``); ``truncated`` means ``max_steps`` reached without terminating. Stepping a
   finished episode raises :class:`gymnasium.error.ResetNeeded`.
 * Every ``info`` has ``won``, ``action_valid``, ``invalid_reason``, ``state_key``, ``task_id``,
   ``admissible_actions`` and ``step`` (steps taken so far).
@@ -152,7 +153,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         else:
             reward = -self.invalid_action_penalty
         self._steps += self._counts(parsed, command)
-        terminated = self._won
+        terminated = self._terminated()
         truncated = not terminated and self._steps >= self.max_steps
         self._done = terminated or truncated
         feedback = "" if parsed.valid else f"Invalid action: {parsed.reason}."
@@ -227,6 +228,10 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     def _apply(self, command: Any) -> tuple[float, bool]:
         """Execute a valid command; return ``(reward, won)``."""
         raise NotImplementedError
+
+    def _terminated(self) -> bool:
+        """Whether the episode has ended by itself (default: the agent won)."""
+        return self._won
 
     def _state_key(self) -> Hashable:
         """Hashable, history-free identity of the current state."""

@@ -1,0 +1,224 @@
+"""``agentenvs/WebShop-v0``: the WebShop shopping task, driving the shop's sessions in-process.
+
+This module holds :class:`WebShopEnv`. Each episode is one session of the shop
+(:class:`~agentenvs.webshop.shop.Session`, the logic the Flask app serves): the agent reads the page
+as WebShop's ``text`` observation (``text_rich`` or ``html`` on request), answers
+``search[query]`` or ``click[label]`` inside the ``<think>/<action>`` format, and the episode ends
+with ``click[buy now]`` (terminated) or after ``max_steps`` (15, truncated). The purchase earns
+``win_reward`` (10) when its WebShop score is exactly 1 (``reward="score"``: the score itself); other
+steps earn 0. An action the page does not offer, or text that breaks the format, is an invalid
+action: ``-invalid_action_penalty``, the page unchanged, and a note at the end of the observation.
+
+Tasks are the canonical goal list (``goal-<i>``: the same goal on every machine); split ``test``
+holds goals 0-499, ``train`` the rest (verl-agent's split). ``state_key`` is the page as the agent
+sees it (without any invalid-action note), so rollouts of one goal share keys.
+
+The env in full (catalogue, pages, score, compat mode, info keys): docs/webshop.md.
+
+>>> import gymnasium as gym, agentenvs
+>>> env = gym.make("agentenvs/WebShop-v0", action_format="plain")
+>>> obs, info = env.reset(options={"task_id": "goal-3"})
+>>> obs.split(" [SEP] ")[:2], info["admissible_actions"]
+(['WebShop', 'Instruction:'], ['search[<your query>]'])
+>>> obs, reward, terminated, truncated, info = env.step("search[" + info["goal"]["query"] + "]")
+>>> info["page"], info["action_valid"], len(info["admissible_actions"]) > 2
+('results', True, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentenvs.core import TextAgentEnv, text_space
+from agentenvs.core.parsing import ParsedAction, parse_action_verl
+from agentenvs.core.prompting import AgentPrompt, check_prompt_style
+from agentenvs.core.tasks import TaskPanel
+from agentenvs.webshop.pages import to_text, to_text_rich
+from agentenvs.webshop.prompts import CompactWebShopPrompt, WebShopPrompt, format_page
+from agentenvs.webshop.shop import Session, Shop
+
+__all__ = ["WebShopEnv", "TEST_GOALS", "task_id_of", "goal_index_of"]
+
+#: Goals 0..TEST_GOALS-1 form the test split (verl-agent's validation goals).
+TEST_GOALS = 500
+OBSERVATION_MODES = ("text", "text_rich", "html")
+_PREFIX = "goal-"
+
+
+def task_id_of(goal_index: int) -> str:
+    """The task id of canonical goal ``goal_index`` (``goal-<i>``)."""
+    return f"{_PREFIX}{goal_index}"
+
+
+def goal_index_of(task_id: str) -> int:
+    """The canonical goal index of ``task_id``."""
+    return int(task_id[len(_PREFIX) :])
+
+
+class WebShopEnv(TextAgentEnv[str]):
+    """WebShop as a Gymnasium text env over the shop's sessions.
+
+    Args:
+        split: ``train`` (goals 500 on) or ``test`` (goals 0-499).
+        data_path: ``None`` (``$WEBSHOP_DATA`` if set, else the embedded catalogue), ``"embedded"``,
+            or a directory with the official files (``items_shuffle*.json`` or ``documents.jsonl``,
+            ``items_ins_v2*.json``).
+        num_products: use the first ``num_products`` raw products only.
+        human_goals: goals from ``items_human_ins.json`` instead of the synthetic instructions.
+        observation_mode: ``"text"`` (WebShop's ``[SEP]``-joined page), ``"text_rich"`` or
+            ``"html"``.
+        max_steps: step budget (verl-agent: 15).
+        reward: ``"verl"`` (``win_reward`` iff the purchase scores 1, else 0) or ``"score"`` (the
+            purchase's 0..1 score).
+        win_reward: the purchase reward under ``reward="verl"``.
+        invalid_action_penalty: an invalid action earns ``-invalid_action_penalty``.
+        action_format: ``"tagged"`` (``<think>..</think><action>..</action>``) or ``"plain"``.
+        require_think: with ``"tagged"``, demand the think block.
+        compat: ``None`` or ``"verl-agent"``: the reference projection (lower-cased; without tags
+            the last 20 characters are sent), ``action_valid`` and the penalty then judge the
+            format only, and an action the page refuses is a free no-op (observation unchanged).
+        show_attrs: offer the ``Attributes`` sub-page.
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        data_path: str | None = None,
+        num_products: int | None = None,
+        human_goals: bool = False,
+        observation_mode: str = "text",
+        max_steps: int = 15,
+        reward: str = "verl",
+        win_reward: float = 10.0,
+        invalid_action_penalty: float = 0.1,
+        action_format: str = "tagged",
+        require_think: bool = True,
+        compat: str | None = None,
+        show_attrs: bool = False,
+        render_mode: str | None = None,
+    ) -> None:
+        if observation_mode not in OBSERVATION_MODES:
+            raise ValueError(
+                f"observation_mode must be one of {OBSERVATION_MODES}, got {observation_mode!r}"
+            )
+        if reward not in ("verl", "score"):
+            raise ValueError(f"reward must be 'verl' or 'score', got {reward!r}")
+        if compat not in (None, "verl-agent"):
+            raise ValueError(f"compat must be None or 'verl-agent', got {compat!r}")
+        self.shop = Shop.load(data_path, num_products, human_goals, show_attrs)
+        ids = [task_id_of(i) for i in range(len(self.shop.goals))]
+        super().__init__(
+            tasks=TaskPanel({"train": ids[TEST_GOALS:], "test": ids[:TEST_GOALS]}),
+            max_steps=max_steps,
+            split=split,
+            invalid_action_penalty=invalid_action_penalty,
+            action_format=action_format,
+            require_think=require_think,
+            render_mode=render_mode,
+        )
+        self.observation_mode = observation_mode
+        self.reward_mode = reward
+        self.win_reward = float(win_reward)
+        self.compat = compat
+        self.observation_space = text_space(200_000, self.shop.charset)
+        self.action_space = text_space()
+        self.session: Session | None = None
+        self._format_ok, self._format_reason = True, ""
+
+    # -- agent-facing hook ---------------------------------------------------------------------------
+    def agent_prompt(
+        self, style: str = "reference", history_length: int | None = None
+    ) -> AgentPrompt:
+        """:class:`~agentenvs.webshop.prompts.WebShopPrompt` (``"reference"``: verl-agent's text,
+        history 2) or :class:`~agentenvs.webshop.prompts.CompactWebShopPrompt` (``"compact"``)."""
+        cls = WebShopPrompt if check_prompt_style(style) == "reference" else CompactWebShopPrompt
+        return cls() if history_length is None else cls(history_length=history_length)
+
+    # -- base-class hooks ----------------------------------------------------------------------------
+    def _load_task(self, task_id: str) -> None:
+        self.session = self.shop.new_session(goal_index_of(task_id))
+        self._format_ok, self._format_reason = True, ""
+
+    def _parse(self, action: object) -> ParsedAction:
+        self._format_ok, self._format_reason = True, ""
+        if self.compat != "verl-agent":
+            return super()._parse(action)
+        parsed = parse_action_verl(action, fallback_chars=20)
+        self._format_ok, self._format_reason = parsed.valid, parsed.reason
+        return parsed if parsed.command is None else ParsedAction(parsed.command, True)
+
+    def _to_command(self, text: str) -> tuple[Any, str]:
+        assert self.session is not None
+        command, reason = self.session.check(text)
+        if command is None and self.compat == "verl-agent":
+            return ("noop", reason), ""
+        return command, reason
+
+    def _apply(self, command: tuple[str, str]) -> tuple[float, bool]:
+        assert self.session is not None
+        if command[0] != "noop":
+            self.session.apply(command)
+        reward = 0.0
+        if self.session.done:
+            score = float(self.session.score or 0.0)
+            won = score == 1.0
+            reward = score if self.reward_mode == "score" else (self.win_reward if won else 0.0)
+        if not self._format_ok:
+            reward -= self.invalid_action_penalty
+        return reward, self.session.done and self.session.score == 1.0
+
+    def _terminated(self) -> bool:
+        return self.session is not None and self.session.done
+
+    def page_text(self) -> str:
+        """The current page as WebShop's ``text`` observation (what ``state_key`` is)."""
+        assert self.session is not None
+        return to_text(self.session.nodes())
+
+    def _observation(self, feedback: str) -> str:
+        assert self.session is not None
+        if self.observation_mode == "text":
+            page = self.page_text()
+            return f"{page} [SEP] {feedback}" if feedback else page
+        if self.observation_mode == "text_rich":
+            page = to_text_rich(self.session.nodes())
+            return f"{feedback}\n{page}" if feedback else page
+        from agentenvs.webshop.html import render_page
+
+        return render_page(self.session.view())
+
+    def _state_key(self) -> str:
+        return self.page_text()
+
+    def _admissible_actions(self) -> list[str]:
+        assert self.session is not None
+        search = ["search[<your query>]"] if self.session.kind == "search" else []
+        return search + [f"click[{c}]" for c in self.session.clickables() if c != "search"]
+
+    def _extra_info(self) -> dict[str, Any]:
+        session = self.session
+        assert session is not None
+        score = float(session.score or 0.0)
+        info: dict[str, Any] = {
+            "score": score,
+            "task_score": score,
+            "score_parts": dict(session.score_parts or {}),
+            "available_actions": session.available_actions(),
+            "page": session.kind,
+            "asin": session.asin,
+            "options": dict(session.options),
+            "goal": session.goal.as_dict() | {"query": session.goal.query},
+            "goal_index": session.goal_index,
+            "task": session.goal.instruction_text,
+            "anchor": format_page(self.page_text(), session.goal.instruction_text),
+        }
+        if session.done:
+            info["r_type_backend"] = self.shop.nouns.source(session.goal.asin)
+        return info
+
+    def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
+        if not self._format_ok:  # verl-agent compat: the command ran, but the format was wrong
+            action_valid, reason = False, self._format_reason
+        return super()._info(action_valid, reason)
