@@ -33,6 +33,7 @@ __all__ = [
     "PageView",
     "Node",
     "page_nodes",
+    "option_marked",
     "clickables",
     "to_text",
     "to_text_rich",
@@ -86,12 +87,17 @@ def _header(view: PageView) -> list[Node]:
     ]
 
 
+def option_marked(view: PageView, value: str) -> bool:
+    """Whether an option value shows as clicked: WebShop's test, ``"<value>"`` (quoted) occurs in
+    the JSON of the selected options (so a value selected in one option marks it everywhere)."""
+    return f'"{value}"' in json.dumps(view.options)
+
+
 def _item(view: PageView, product: Product) -> list[Node]:
     nodes = [*_header(view), Node("< Prev", "button")]
-    selected = json.dumps(view.options)
     for name, values in product.options.items():
         nodes.append(Node(name))
-        nodes.extend(Node(v, "label", f'"{v}"' in selected) for v in values)
+        nodes.extend(Node(v, "label", option_marked(view, v)) for v in values)
     nodes += [
         Node(product.title),
         Node(f"Price: {product.price_text}"),
