@@ -9,6 +9,7 @@ rebuilds a wrapped env.
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 
 import gymnasium as gym
@@ -246,12 +247,15 @@ def assert_passes_check_env(env):
     assert others == []
 
 
+SLOW_CHECK_ENV = ("agentenvs/ALFWorld-v0", "agentenvs/WebShopBrowser-v0")
+
+
 @pytest.mark.parametrize(
     "env_id",
     [
         pytest.param(
             env_id,
-            marks=[pytest.mark.slow] if env_id == "agentenvs/ALFWorld-v0" else [],
+            marks=[pytest.mark.slow] if env_id in SLOW_CHECK_ENV else [],
         )
         for env_id in ENV_IDS
     ],
@@ -259,7 +263,15 @@ def assert_passes_check_env(env):
 def test_check_env_on_every_registered_id(env_id):
     if env_id == "agentenvs/ALFWorld-v0":  # check_env loads ~15 games: 6 s warm, 14 s cold
         pytest.importorskip("alfworld")
-    assert_passes_check_env(GraphCreditWrapper(gym.make(env_id), group_size=2))
+    if env_id == "agentenvs/WebShopBrowser-v0":  # starts Chromium: a few seconds
+        pytest.importorskip("selenium")
+        if not all(os.path.exists(p) for p in ("/usr/bin/chromium", "/usr/bin/chromedriver")):
+            pytest.skip("Chromium and chromium-driver are not installed")
+    env = GraphCreditWrapper(gym.make(env_id), group_size=2)
+    try:
+        assert_passes_check_env(env)
+    finally:
+        env.close()
 
 
 @pytest.mark.parametrize("method", ["grpo", "gigpo", "graph", "rtmc", "toy"])

@@ -132,7 +132,9 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
         return session
 
     def page(sid: str, session: Session, invalid: str = "") -> Response:
-        html = render_page(session.view(), session_id=sid, base_url="", invalid=invalid)
+        with session.lock:
+            view = session.view()
+        html = render_page(view, session_id=sid, base_url="", invalid=invalid)
         response = Response(html, mimetype="text/html")
         if invalid:
             response.headers["X-WebShop-Invalid"] = invalid.encode("ascii", "replace").decode()
@@ -155,7 +157,8 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
             action = f"search[{values['search_query']}]"
         if action is None:
             abort(400, description="send an action (or a search_query)")
-        valid, reason = session.act(action)
+        with session.lock:
+            valid, reason = session.act(action)
         if not valid:
             return page(sid, session, invalid=reason)
         return redirect(f"/{sid}", code=303)
@@ -163,14 +166,15 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
     @app.get("/<sid>/state.json")
     def state(sid: str):
         session = session_or_404(sid)
-        return jsonify(
-            page=session.kind,
-            done=session.done,
-            score=session.score,
-            score_parts=session.score_parts,
-            available_actions=session.available_actions(),
-            goal_index=session.goal_index,
-        )
+        with session.lock:
+            return jsonify(
+                page=session.kind,
+                done=session.done,
+                score=session.score,
+                score_parts=session.score_parts,
+                available_actions=session.available_actions(),
+                goal_index=session.goal_index,
+            )
 
     @app.route("/<sid>/close", methods=["POST"])
     @app.route("/<sid>", methods=["DELETE"])

@@ -18,12 +18,17 @@ import argparse
 import threading
 
 from flask import Flask
-from werkzeug.serving import make_server
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from agentenvs.webshop.app import create_app
 from agentenvs.webshop.shop import Shop
 
 __all__ = ["ShopServer", "main"]
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, *args: object, **kwargs: object) -> None:  # one line per request: off
+        pass
 
 
 class ShopServer:
@@ -32,9 +37,12 @@ class ShopServer:
     A context manager; :meth:`close` stops the server, joins its thread and is idempotent.
     """
 
-    def __init__(self, app: Flask, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: Flask, host: str = "127.0.0.1", port: int = 0, log_requests: bool = False
+    ) -> None:
         self.app = app
-        self._server = make_server(host, port, app, threaded=True)
+        handler = WSGIRequestHandler if log_requests else _QuietHandler
+        self._server = make_server(host, port, app, threaded=True, request_handler=handler)
         self.url = f"http://{host}:{self._server.server_port}"
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="webshop-server", daemon=True
@@ -65,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--show-attrs", action="store_true", help="offer the Attributes sub-page")
     args = parser.parse_args(argv)
     shop = Shop.load(args.data_path, None, False, args.show_attrs)
-    server = ShopServer(create_app(shop), args.host, args.port)
+    server = ShopServer(create_app(shop), args.host, args.port, log_requests=True)
     print(
         f"WebShop: {len(shop.catalog)} products, {len(shop.goals)} goals at {server.url}/",
         flush=True,

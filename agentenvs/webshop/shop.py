@@ -190,10 +190,12 @@ class Session:
     Attributes: ``goal`` and ``goal_index``; ``kind`` (the page kind); ``search`` (the last
     search and its hits); ``page``; ``asin`` (the open product); ``options`` (selected, click
     order); ``visited`` (asins opened since the search page); ``sub_page``; ``done``;
-    ``score`` and ``score_parts`` (after ``buy now``).
+    ``score`` and ``score_parts`` (after ``buy now``); ``lock``, for callers that share the session
+    between threads (the web app holds it while acting and rendering).
     """
 
     def __init__(self, shop: Shop, goal_index: int) -> None:
+        self.lock = threading.Lock()
         self.shop = shop
         self.goal_index = goal_index
         self.goal = shop.goals[goal_index]
