@@ -185,7 +185,9 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
 
     @app.get("/images/<asin>.svg")
     def image(asin: str):
-        return Response(_placeholder(asin[:10], shop), mimetype="image/svg+xml")
+        response = Response(_placeholder(asin[:10], shop), mimetype="image/svg+xml")
+        response.cache_control.max_age = 3600  # the picture of an asin never changes
+        return response
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):

@@ -38,7 +38,9 @@ __all__ = ["WebShopBrowserEnv", "CHROMIUM", "CHROMEDRIVER"]
 
 CHROMIUM = os.environ.get("WEBSHOP_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("WEBSHOP_CHROMEDRIVER", "/usr/bin/chromedriver")
-_WAIT_S = 10.0
+_WAIT_S = 10.0  # seconds a page may take to load
+_POLL_S = 0.005  # seconds between checks while waiting
+_NEW_PAGE_LOADED = "return !window.__webshopOld && document.readyState === 'complete';"
 
 
 class _Browser:
@@ -155,17 +157,18 @@ class WebShopBrowserEnv(WebShopEnv):
         return base if action is None else f"{base}/act?action={urllib.parse.quote(action)}"
 
     def _navigate(self, do: Any) -> None:
-        """Run ``do()`` (a click or a ``get``) and wait until the browser shows the next page."""
-        from selenium.webdriver.support import expected_conditions
+        """Run ``do()`` (a click or a ``get``) and wait until the browser shows the next page: the
+        old page's window carries a mark that a freshly loaded page does not have. While the page
+        changes, the driver may answer with errors about the old document; they are waited out."""
+        from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.support.ui import WebDriverWait
 
         driver = self._ensure_browser().driver
-        old = driver.find_element("tag name", "html")
+        driver.execute_script("window.__webshopOld = true;")
         do()
-        WebDriverWait(driver, _WAIT_S).until(expected_conditions.staleness_of(old))
-        WebDriverWait(driver, _WAIT_S).until(
-            lambda d: d.execute_script("return document.readyState") == "complete"
-        )
+        WebDriverWait(
+            driver, _WAIT_S, poll_frequency=_POLL_S, ignored_exceptions=(WebDriverException,)
+        ).until(lambda d: d.execute_script(_NEW_PAGE_LOADED))
 
     # -- base-class hooks ----------------------------------------------------------------------------
     def _load_task(self, task_id: str) -> None:
