@@ -1,6 +1,6 @@
 """Environment speed: steps/s and resets/s, as ratios against references measured in the same run.
 
-    python benchmarks/envs.py            # Sokoban (and ALFWorld when alfworld is installed)
+    python benchmarks/envs.py            # Sokoban, ALFWorld and WebShop (when installed)
     python benchmarks/envs.py --no-reference   # skip building the gym-sokoban reference venv
 
 Sokoban figures:
@@ -163,6 +163,7 @@ def main() -> None:
         "--no-reference", action="store_true", help="skip the gym-sokoban reference"
     )
     parser.add_argument("--skip-alfworld", action="store_true")
+    parser.add_argument("--skip-webshop", action="store_true")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     sokoban(args)
@@ -175,6 +176,13 @@ def main() -> None:
             )
         else:
             alfworld.main()
+    if not args.skip_webshop:
+        try:
+            from benchmarks import webshop
+        except ImportError as exc:
+            print(f"\n(WebShop: {exc}; pip install -e '.[webshop]'; skipped)")
+        else:
+            webshop.main([])
 
 
 if __name__ == "__main__":

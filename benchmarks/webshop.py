@@ -3,6 +3,8 @@
     python benchmarks/webshop.py                 # everything (the browser part needs Chromium)
     python benchmarks/webshop.py --skip-browser
 
+The references need ``pip install -e ".[bench]"`` (BeautifulSoup, rank_bm25; part of ``all``).
+
 Figures, each with a ratio against a reference timed in the same run on the same work:
 * text-mode ``step`` / ``reset`` of ``agentenvs/WebShop-v0`` on the embedded catalogue (target: a
   step under 5 ms), against a re-implementation of the original WebShop text env's per-step path
@@ -185,14 +187,14 @@ def sessions_per_second(clients: int, episodes: int) -> float:
         return episodes / (time.perf_counter() - start)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--steps", type=int, default=2_000, help="text-mode steps per measurement")
     parser.add_argument("--skip-browser", action="store_true")
     parser.add_argument("--skip-100k", action="store_true", help="skip the 100k-product search")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     t_step, t_reset, t_ref = text_env(args.steps)
     print("\n## WebShop (embedded catalogue, 5,000 products), one process\n")
