@@ -35,3 +35,18 @@ def test_the_main_job_raises_held_out_success(tmp_path):
         assert after[key + "success_gain_low"] > 0.0, (mode, after[key + "success_gain"])
         assert after[key + "valid_action_rate"] >= before[key + "valid_action_rate"] + 0.3
     assert (tmp_path / "policy" / "config.json").exists()  # the exported policy
+
+
+@pytest.mark.slow
+def test_the_flagship_script_trains_on_webshop(tmp_path):
+    """``examples/train_llm.py --env agentenvs/WebShop-v0 --model tiny --iterations 1`` runs end to
+    end (rollouts on the embedded shop, GraphGPO credit, one update, evaluation, export)."""
+    pytest.importorskip("bm25s")
+    cmd = [
+        sys.executable, "examples/train_llm.py", "--env", "agentenvs/WebShop-v0", "--model",
+        "tiny", "--iterations", "1", "--eval-tasks", "8", "--out", str(tmp_path), "--threads", "1",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "test success (greedy, 8 tasks)" in done.stdout
+    assert (tmp_path / "policy" / "config.json").exists()

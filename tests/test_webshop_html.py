@@ -109,3 +109,12 @@ def test_markup_in_product_text_is_escaped_and_read_back():
         html = render_page(view)
         assert "<script>alert" not in html
         assert html_nodes(html) == page_nodes(view)
+
+
+def test_the_env_html_mode_is_the_rendered_page(webshop_fixture_dir):
+    from agentenvs.webshop.env import WebShopEnv
+
+    env = WebShopEnv(data_path=webshop_fixture_dir, observation_mode="html", action_format="plain")
+    obs, _ = env.reset(options={"task_id": "goal-404"})
+    obs, *_ = env.step("search[dress]")
+    assert obs.startswith("<!DOCTYPE html>") and to_text(html_nodes(obs)) == env.page_text()
