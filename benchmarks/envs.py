@@ -25,6 +25,9 @@ from pathlib import Path
 
 import gymnasium as gym
 
+if not __package__:  # run as a script: make the repository's packages (benchmarks/) importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import agentenvs  # noqa: F401
 from agentenvs.sokoban.env import SokobanEnv
 from agentenvs.sokoban.game import SokobanGame

@@ -21,31 +21,26 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 
 import gymnasium as gym
+
+if not __package__:  # run as a script: make the repository's packages (benchmarks/) importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import agentenvs  # noqa: F401
 from agentenvs.webshop.catalog import Catalog, process_raw_product, search_text
 from agentenvs.webshop.generate import generate_catalog
 from agentenvs.webshop.search import BM25Search, tokenize
+from benchmarks.envs import per_call
 
 N_QUERIES = 200
-
-
-def per_call(fn: Callable[[int], object], n: int, repeats: int = 3) -> float:
-    """Best-of-``repeats`` mean seconds per call of ``fn(i)`` over ``n`` calls."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for i in range(n):
-            fn(i)
-        best = min(best, (time.perf_counter() - start) / n)
-    return best
 
 
 def text_env(steps: int) -> tuple[float, float, float]:
