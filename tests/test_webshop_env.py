@@ -362,3 +362,13 @@ def test_credit_wrappers_group_webshop_episodes(webshop_fixture_dir):
     keys = [s.state_key for t in credit for s in t.steps]
     assert len(set(keys)) < len(keys) / 4  # the same pages recur across the group
     assert all(s.advantage is not None for t in credit for s in t.steps)
+
+
+def test_weighted_draws_follow_the_goal_weights(webshop_fixture_dir):
+    env = WebShopEnv(data_path=webshop_fixture_dir, split="test")
+    env.reset(seed=0)
+    draws = [env.reset(options={"weighted": True})[1]["goal_index"] for _ in range(3000)]
+    weights = [g.weight for g in env.shop.goals[:500]]
+    heavy = max(range(500), key=weights.__getitem__)
+    expected = weights[heavy] / sum(weights) * 3000
+    assert abs(draws.count(heavy) - expected) < 4 * expected**0.5 + 2

@@ -10,7 +10,8 @@ steps earn 0. An action the page does not offer, or text that breaks the format,
 action: ``-invalid_action_penalty``, the page unchanged, and a note at the end of the observation.
 
 Tasks are the canonical goal list (``goal-<i>``: the same goal on every machine); split ``test``
-holds goals 0-499, ``train`` the rest (verl-agent's split). ``state_key`` is the page as the agent
+holds goals 0-499, ``train`` the rest (verl-agent's split); ``reset(options={"weighted": True})``
+draws by WebShop's goal weights instead of uniformly. ``state_key`` is the page as the agent
 sees it (without any invalid-action note), so rollouts of one goal share keys.
 
 The env in full (catalogue, pages, score, compat mode, info keys): docs/webshop.md.
@@ -28,6 +29,8 @@ The env in full (catalogue, pages, score, compat mode, info keys): docs/webshop.
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from agentenvs.core import TextAgentEnv, text_space
 from agentenvs.core.parsing import ParsedAction, parse_action_verl
@@ -137,6 +140,16 @@ class WebShopEnv(TextAgentEnv[str]):
         return cls() if history_length is None else cls(history_length=history_length)
 
     # -- base-class hooks ----------------------------------------------------------------------------
+    def _choose_task(self, options: dict[str, Any] | None) -> str:
+        """As the base class; ``options={"weighted": True}`` draws from the split with WebShop's
+        goal weights (goals with rarer attributes more often) instead of uniformly."""
+        if not (options or {}).get("weighted") or (options or {}).get("task_id") is not None:
+            return super()._choose_task(options)
+        ids = self.tasks.ids((options or {}).get("split", self.split))
+        weights = np.array([self.shop.goals[goal_index_of(t)].weight for t in ids])
+        rng = self._task_stream if self._task_stream is not None else self.np_random
+        return ids[int(rng.choice(len(ids), p=weights / weights.sum()))]
+
     def _load_task(self, task_id: str) -> None:
         self.session = self.shop.new_session(goal_index_of(task_id))
         self._format_ok, self._format_reason = True, ""
@@ -209,7 +222,7 @@ class WebShopEnv(TextAgentEnv[str]):
             "page": session.kind,
             "asin": session.asin,
             "options": dict(session.options),
-            "goal": session.goal.as_dict() | {"query": session.goal.query},
+            "goal": session.goal.as_dict(),
             "goal_index": session.goal_index,
             "task": session.goal.instruction_text,
             "anchor": format_page(self.page_text(), session.goal.instruction_text),

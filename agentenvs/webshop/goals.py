@@ -64,6 +64,7 @@ class Goal:
             "attributes": list(self.attributes),
             "goal_options": options,
             "price_upper": self.price_upper,
+            "query": self.query,
         }
 
 
