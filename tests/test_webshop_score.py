@@ -254,3 +254,29 @@ def test_heuristic_nouns_are_documented_tokens():
         "shein", "women", "pack", "dress", "beach",
     )  # fmt: skip
     assert TitleNouns({"B0X": ["mug"]}, use_spacy=False).source("B0X") == "shipped"
+
+
+def test_human_goals_from_the_official_file_layout(tmp_path, webshop_fixture_dir):
+    import json
+    from pathlib import Path
+
+    for name in ("products_100.jsonl", "items_ins_v2_1000.json"):
+        (tmp_path / name).symlink_to(Path(webshop_fixture_dir, name).resolve())
+    human = {
+        "B08ZRR3DZT": [
+            {"instruction": "I want a black dress.", "instruction_attributes": ["daily wear"],
+             "instruction_options": ["black", "small"]},
+            {"instruction": "skipped: no attributes", "instruction_attributes": []},
+        ]
+    }  # fmt: skip
+    (tmp_path / "items_human_ins.json").write_text(json.dumps(human))
+    catalog = load_catalog(tmp_path, human_goals=True)
+    goals = canonical_goals(catalog, human=True)
+    assert len(goals) == 1 and goals[0].goal_options == ("black", "small")
+    assert goals[0].price_upper in (40.0, 50.0, 60.0)  # price 25.45: two of 30..60, the larger
+    assert goals[0].instruction_text == (
+        f"I want a black dress, and price lower than {goals[0].price_upper:.2f} dollars"
+    )
+    with pytest.raises(FileNotFoundError, match="items_human_ins.json"):
+        load_catalog(webshop_fixture_dir, human_goals=True)
+    assert len(load_catalog(webshop_fixture_dir, num_products=10)) == 10
