@@ -372,3 +372,13 @@ def test_weighted_draws_follow_the_goal_weights(webshop_fixture_dir):
     heavy = max(range(500), key=weights.__getitem__)
     expected = weights[heavy] / sum(weights) * 3000
     assert abs(draws.count(heavy) - expected) < 4 * expected**0.5 + 2
+
+
+def test_webshops_special_search_prefixes(webshop_fixture_dir):
+    shop = Shop.load(webshop_fixture_dir, None, False, False, True)
+    assert {p.category for p in shop.search("<c> fashion")} == {"fashion"}
+    assert {p.query for p in shop.search("<q> women's dresses")} == {"women's dresses"}
+    assert all("daily wear" in p.attributes for p in shop.search("<a> daily wear"))
+    assert len(shop.search("<r>")) == 50
+    plain = Shop.load(webshop_fixture_dir)  # off by default: BM25 over the words
+    assert plain.search("<r>") == [] and len(plain.search("<q> women's dresses")) > 1

@@ -40,10 +40,11 @@ from agentenvs.webshop.pages import to_text, to_text_rich
 from agentenvs.webshop.prompts import CompactWebShopPrompt, WebShopPrompt, format_page
 from agentenvs.webshop.shop import Session, Shop
 
-__all__ = ["WebShopEnv", "TEST_GOALS", "task_id_of", "goal_index_of"]
+__all__ = ["WebShopEnv", "TEST_GOALS", "OBSERVATION_MODES", "task_id_of", "goal_index_of"]
 
 #: Goals 0..TEST_GOALS-1 form the test split (verl-agent's validation goals).
 TEST_GOALS = 500
+#: The observations ``observation_mode`` chooses from.
 OBSERVATION_MODES = ("text", "text_rich", "html")
 _PREFIX = "goal-"
 

@@ -45,7 +45,7 @@ from agentenvs.webshop.pages import (
 from agentenvs.webshop.score import TitleNouns, purchase_score
 from agentenvs.webshop.search import BM25Search
 
-__all__ = ["SEARCH_RETURN_N", "Shop", "Session", "parse_command"]
+__all__ = ["SEARCH_RETURN_N", "MAX_QUERY_CHARS", "Shop", "Session", "parse_command"]
 
 #: Hits a search returns (WebShop's ``SEARCH_RETURN_N``).
 SEARCH_RETURN_N = 50
