@@ -10,5 +10,6 @@ views), :mod:`~agentenvs.webshop.html` (HTML pages and their visible text),
 :mod:`~agentenvs.webshop.catalog` and :mod:`~agentenvs.webshop.goals` (data and goals),
 :mod:`~agentenvs.webshop.search` (BM25), :mod:`~agentenvs.webshop.score` (the purchase score),
 :mod:`~agentenvs.webshop.prompts` (agent prompts) and :mod:`~agentenvs.webshop.generate` (rebuilds
-the embedded catalogue). Documentation: docs/webshop.md.
+the embedded catalogue, from the word lists of :mod:`~agentenvs.webshop.vocabulary`).
+Documentation: docs/webshop.md.
 """
