@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import re
 import threading
 
 import pytest
@@ -128,3 +129,29 @@ def test_two_thousand_bad_requests_get_4xx_and_change_nothing(app):
         if kind in (0, 1) and response.status_code == 200:
             assert text_of(client, "fixed_7") == before
     assert client.post("/fixed_7/act", data={"action": "x" * (2 << 20)}).status_code == 413
+
+
+def test_a_long_run_of_brackets_is_refused_quickly(app):
+    """The action syntax is parsed in linear time: 100 kB of ``[`` (quadratic for the regex
+    ``(.+)\\[(.+)\\]``, about 30 s) is refused at once, and the page stays as it was."""
+    import time
+
+    from agentenvs.webshop.shop import parse_command
+
+    client = app.test_client()
+    before = text_of(client, "fixed_9")
+    start = time.perf_counter()
+    for junk in ("[" * 100_000, "click" + "[" * 50_000 + "]" * 50_000, "search[" * 20_000):
+        assert client.post("/fixed_9/act", data={"action": junk}).status_code == 200
+    assert time.perf_counter() - start < 5.0
+    assert text_of(client, "fixed_9") == before
+    rng = random.Random(0)  # the same answers as the regex's greedy match
+    for _ in range(3_000):
+        text = "".join(rng.choice("[]a \n") for _ in range(rng.randint(0, 12)))
+        match = re.match(r"(.+)\[(.+)\]", text, re.DOTALL)
+        expected = (
+            (text.strip().lower(), None)
+            if match is None
+            else (match.group(1).strip().lower(), match.group(2).lower())
+        )
+        assert parse_command(text) == expected, text

@@ -64,10 +64,13 @@ def parse_command(action: str) -> tuple[str, str | None]:
     >>> parse_command("search[Red Shoes] please"), parse_command("click[]")
     (('search', 'red shoes'), ('click[]', None))
     """
-    match = _COMMAND.match(action)
-    if match is None:
+    # ``_COMMAND.match`` computed in linear time (the regex backtracks quadratically on a long
+    # run of ``[``): the last ``]``, then the last ``[`` at least two characters before it.
+    close = action.rfind("]")
+    start = action.rfind("[", 1, close - 1) if close > 0 else -1
+    if start < 1:
         return action.strip().lower(), None
-    return match.group(1).strip().lower(), match.group(2).lower()
+    return action[:start].strip().lower(), action[start + 1 : close].lower()
 
 
 class Shop:
