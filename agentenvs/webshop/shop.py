@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import string
 import threading
 from dataclasses import dataclass
@@ -52,8 +51,6 @@ SEARCH_RETURN_N = 50
 #: Characters of a search query that are kept (longer queries are cut; WebShop has no limit).
 MAX_QUERY_CHARS = 2000
 
-_COMMAND = re.compile(r"(.+)\[(.+)\]", re.DOTALL)
-
 
 def parse_command(action: str) -> tuple[str, str | None]:
     """WebShop's action syntax: ``(name, argument)``; the argument is lower-cased, the name too.
@@ -64,8 +61,9 @@ def parse_command(action: str) -> tuple[str, str | None]:
     >>> parse_command("search[Red Shoes] please"), parse_command("click[]")
     (('search', 'red shoes'), ('click[]', None))
     """
-    # ``_COMMAND.match`` computed in linear time (the regex backtracks quadratically on a long
-    # run of ``[``): the last ``]``, then the last ``[`` at least two characters before it.
+    # WebShop's ``re.match(r"(.+)\[(.+)\]", action)`` (dot matching newlines) computed in linear
+    # time (the regex backtracks quadratically on a long run of ``[``): the last ``]``, then the
+    # last ``[`` at least two characters before it.
     close = action.rfind("]")
     start = action.rfind("[", 1, close - 1) if close > 0 else -1
     if start < 1:
