@@ -155,3 +155,11 @@ def test_a_long_run_of_brackets_is_refused_quickly(app):
             else (match.group(1).strip().lower(), match.group(2).lower())
         )
         assert parse_command(text) == expected, text
+
+
+def test_the_search_box_takes_any_text(app):
+    client = app.test_client()
+    assert client.post("/fixed_11/act", data={"search_query": "usb [type c]"}).status_code == 303
+    assert app.config["WEBSHOP_SESSIONS"].get("fixed_11").search.keywords == "usb [type c]"
+    response = client.post("/fixed_11/act", data={"search_query": "   "})
+    assert response.status_code == 200 and "needs a query" in response.headers["X-WebShop-Invalid"]

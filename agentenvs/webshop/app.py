@@ -7,7 +7,7 @@ Routes (``<sid>`` is a session id; ``fixed_<n>`` opens goal ``n``, WebShop's con
 
 * ``GET /`` - a new session on a random goal, redirected to its page;
 * ``GET /<sid>`` - the session's current page;
-* ``POST /<sid>/act`` (form field ``action``, or ``search_query`` for ``search[<query>]``) and
+* ``POST /<sid>/act`` (form field ``action``, or ``search_query``: the search box's text) and
   ``GET /<sid>/act?action=...`` - apply the action, then redirect (303) to the page; a refused
   action re-renders the page unchanged with the reason in the ``X-WebShop-Invalid`` header and
   the body's ``data-invalid`` attribute (never in the page's text);
@@ -152,13 +152,11 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
     def act(sid: str):
         session = session_or_404(sid)
         values = request.values
-        action = values.get("action")
-        if action is None and "search_query" in values:
-            action = f"search[{values['search_query']}]"
-        if action is None:
+        action, query = values.get("action"), values.get("search_query")
+        if action is None and query is None:
             abort(400, description="send an action (or a search_query)")
         with session.lock:
-            valid, reason = session.act(action)
+            valid, reason = session.act(action) if action is not None else session.search_box(query)
         if not valid:
             return page(sid, session, invalid=reason)
         return redirect(f"/{sid}", code=303)

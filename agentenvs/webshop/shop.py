@@ -288,6 +288,16 @@ class Session:
         self.apply(command)
         return True, ""
 
+    def search_box(self, query: str) -> tuple[bool, str]:
+        """A query typed into the search box (any characters, brackets included): ``(valid,
+        reason)`` as :meth:`act` for ``search[query]``."""
+        if self.done:
+            return False, "the purchase is done"
+        if not query.strip():
+            return False, "search needs a query: search[your query]"
+        self.apply(("search", query.lower()))
+        return True, ""
+
     def apply(self, command: tuple[str, str]) -> None:
         """Apply a command that :meth:`check` accepted."""
         name, arg = command
