@@ -41,6 +41,15 @@ CHROMEDRIVER = os.environ.get("WEBSHOP_CHROMEDRIVER", "/usr/bin/chromedriver")
 _WAIT_S = 10.0  # seconds a page may take to load
 _POLL_S = 0.005  # seconds between checks while waiting
 _NEW_PAGE_LOADED = "return !window.__webshopOld && document.readyState === 'complete';"
+_FIND_CLICKABLE = """
+const label = arguments[0];
+for (const selector of ["button.btn", "a.product-link"])
+  for (const el of document.querySelectorAll(selector))
+    if (el.textContent.trim().toLowerCase() === label) return el;
+for (const el of document.querySelectorAll("input[type=radio]"))
+  if (el.value === label && !el.checked) return el;
+return null;  // e.g. an option already selected: clicking it again changes nothing
+"""
 
 
 class _Browser:
@@ -208,18 +217,9 @@ class WebShopBrowserEnv(WebShopEnv):
         self._navigate(lambda: driver.get(self._url(action)))
 
     def _clickable(self, label: str) -> Any:
-        """The element a person would click for ``label``, or ``None`` to use the act URL."""
-        driver = self._ensure_browser().driver
-        for button in driver.find_elements("css selector", "button.btn"):
-            if button.text.strip().lower() == label:
-                return button
-        for link in driver.find_elements("css selector", "a.product-link"):
-            if link.text.strip().lower() == label:
-                return link
-        for radio in driver.find_elements("css selector", "input[type=radio]"):
-            if radio.get_attribute("value") == label and not radio.is_selected():
-                return radio
-        return None  # e.g. an option already selected: clicking it again changes nothing
+        """The element a person would click for ``label`` (a button, a product link, or an option
+        not yet selected), or ``None`` to use the act URL; one script call finds it."""
+        return self._ensure_browser().driver.execute_script(_FIND_CLICKABLE, label)
 
     def _observation(self, feedback: str) -> Any:
         driver = self._ensure_browser().driver
