@@ -382,3 +382,9 @@ def test_webshops_special_search_prefixes(webshop_fixture_dir):
     assert len(shop.search("<r>")) == 50
     plain = Shop.load(webshop_fixture_dir)  # off by default: BM25 over the words
     assert plain.search("<r>") == [] and len(plain.search("<q> women's dresses")) > 1
+
+
+def test_the_shop_follows_webshop_data(monkeypatch, webshop_fixture_dir):
+    assert len(Shop.load().catalog) == 5000  # the embedded catalogue
+    monkeypatch.setenv("WEBSHOP_DATA", webshop_fixture_dir)
+    assert len(Shop.load().catalog) == 100 and Shop.load() is Shop.load(webshop_fixture_dir)

@@ -105,7 +105,6 @@ class Shop:
         self._lock = threading.Lock()
 
     @staticmethod
-    @lru_cache(maxsize=8)
     def load(
         data_path: str | None = None,
         num_products: int | None = None,
@@ -171,6 +170,7 @@ class Shop:
         return "".join(sorted(set("".join(texts)) - set(string.printable)))
 
 
+@lru_cache(maxsize=8)
 def _build(
     data_path: str, num_products: int | None, human: bool, show_attrs: bool, prefixes: bool
 ) -> Shop:
