@@ -161,13 +161,19 @@ class Shop:
 
     @cached_property
     def charset(self) -> str:
-        """Every character the shop's pages can show beyond printable ASCII."""
-        texts = [g.instruction_text for g in self.goals]
+        """Every character the shop's pages can show beyond printable ASCII (one pass over the
+        texts, no copy of them)."""
+        chars: set[str] = set()
+        for goal in self.goals:
+            chars.update(goal.instruction_text)
         for p in self.catalog.products:
-            texts += [p.title, p.description, p.price_text, p.category, p.query]
-            texts += [p.product_category, *p.bullet_points, *p.attributes, *p.options]
-            texts += [v for values in p.options.values() for v in values]
-        return "".join(sorted(set("".join(texts)) - set(string.printable)))
+            for text in (p.title, p.description, p.price_text, p.category, p.query):
+                chars.update(text)
+            for texts in (p.bullet_points, p.attributes, p.options, *p.options.values()):
+                for text in texts:
+                    chars.update(text)
+            chars.update(p.product_category)
+        return "".join(sorted(chars - set(string.printable)))
 
 
 @lru_cache(maxsize=8)
