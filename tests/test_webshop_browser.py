@@ -128,3 +128,30 @@ def test_one_hundred_browser_episodes_leave_nothing_behind(webshop_fixture_dir):
             del env  # garbage collection cleans up too
             gc.collect()
     assert wait_for_no_browser() == []
+
+
+def test_carriage_returns_in_product_text_survive_the_browser(tmp_path):
+    """A browser reads a raw carriage return in HTML as a line feed; the pages write it as
+    ``&#13;``, so the browser shows the text env's exact text."""
+    import json
+
+    raw = [{
+        "asin": "B0CRTEST01", "name": "Mug\rTwo", "full_description": "One\r\nTwo\rthree",
+        "small_description": ["a\r\nb "], "pricing": "$5", "category": "garden", "query": "mugs",
+    }]  # fmt: skip
+    (tmp_path / "items_shuffle.json").write_text(json.dumps(raw))
+    ins = {"B0CRTEST01": {"attributes": ["mug"], "instruction": "Find me mugs",
+                          "instruction_attributes": ["mug"]}}  # fmt: skip
+    (tmp_path / "items_ins_v2.json").write_text(json.dumps(ins))
+    kwargs = {"data_path": str(tmp_path), "action_format": "plain", "split": "test"}
+    browser = gym.make("agentenvs/WebShopBrowser-v0", **kwargs)
+    text_env = WebShopEnv(**kwargs)
+    try:
+        for env in (browser, text_env):
+            env.reset(options={"task_id": "goal-0"})
+        for action in ("search[mugs]", "click[b0crtest01]", "click[description]", "click[< prev]",
+                       "click[features]"):  # fmt: skip
+            assert browser.step(action)[0] == text_env.step(action)[0], action
+        assert "\r" in text_env.page_text()
+    finally:
+        browser.close()

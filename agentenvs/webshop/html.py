@@ -27,6 +27,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from agentenvs.webshop.pages import Node, PageView, option_marked, page_nodes
 
@@ -45,11 +46,20 @@ _VOID = frozenset(
 )
 
 
+def _text(value: object) -> object:
+    """Every ``{{ }}`` output: escaped, with carriage returns as ``&#13;`` (a browser turns a raw
+    one into a line feed, so the text it shows would differ from the text env's)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return Markup(str(escape(value)).replace("\r", "&#13;"))
+    return value
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
     return Environment(
         loader=FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=select_autoescape(["html"]),
+        finalize=_text,
     )
 
 
