@@ -55,7 +55,7 @@ def test_html_reads_back_as_the_text_observation(shop, kind):
     assert html_nodes(html) == nodes
     assert to_text(html_nodes(html)) == to_text(nodes)
     assert to_text_rich(html_nodes(html)) == to_text_rich(nodes)
-    assert html_clickables(html) == clickables(view)
+    assert html_clickables(html) == clickables(nodes)
 
 
 def test_dom_hooks(shop):

@@ -27,7 +27,6 @@ from agentenvs.alfworld.gcsr import gcsr
 from agentenvs.alfworld.prompts import ALFWorldPrompt, CompactALFWorldPrompt
 from agentenvs.alfworld.tracker import StateTracker
 from agentenvs.core import TextAgentEnv, text_space
-from agentenvs.core.parsing import ParsedAction, parse_action_verl
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 
 __all__ = ["ALFWorldEnv"]
@@ -105,7 +104,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
         self._raw = ""
         self._tracker = StateTracker()
         self._traj: dict = {}
-        self._format_ok, self._format_reason = True, ""
+        self.verl_fallback_chars = 30 if compat == "verl-agent" else None
         self._task = ""
 
     # -- agent-facing hook ---------------------------------------------------------------------------
@@ -147,28 +146,14 @@ class ALFWorldEnv(TextAgentEnv[str]):
             else ""
         )
         self._tracker.reset()
-        self._format_ok, self._format_reason = True, ""
 
     # -- base-class hooks ----------------------------------------------------------------------------
-    def _parse(self, action: object) -> ParsedAction:
-        self._format_ok, self._format_reason = True, ""
-        if self.compat != "verl-agent":
-            return super()._parse(action)
-        parsed = parse_action_verl(action)
-        self._format_ok, self._format_reason = parsed.valid, parsed.reason
-        if parsed.command is None:
-            return parsed
-        return ParsedAction(parsed.command, True)
-
     def _apply(self, command: str) -> tuple[float, bool]:
         self._state, _, _ = self._engine.step(command)
         self._raw = self._state.feedback
         self._tracker.update(command, self._raw)
         won = bool(self._state["won"])
-        reward = self.win_reward if won else 0.0
-        if not self._format_ok:
-            reward -= self.invalid_action_penalty
-        return reward, won
+        return (self.win_reward if won else 0.0), won
 
     def _observation(self, feedback: str) -> str:
         return feedback or self._raw
@@ -197,8 +182,6 @@ class ALFWorldEnv(TextAgentEnv[str]):
         return info
 
     def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
-        if not self._format_ok:  # verl-agent compat: the command ran, but the format was wrong
-            action_valid, reason = False, self._format_reason
         info = super()._info(action_valid, reason)
         info["is_action_valid"] = info["action_valid"]
         return info

@@ -13,6 +13,10 @@ The base class does the rest the same way for every env:
   :func:`~agentenvs.core.parsing.parse_action`; ``"plain"``: the whole text is the command). An
   invalid action never raises: it earns ``-invalid_action_penalty``, leaves the state unchanged, counts
   toward ``max_steps`` (so every episode ends) and the next observation says why.
+* ``verl_fallback_chars`` (``None``, or the count an env in ``compat="verl-agent"`` sets): parse with
+  the reference stack's projection instead (:func:`~agentenvs.core.parsing.parse_action_verl`):
+  without action tags the last ``verl_fallback_chars`` characters are executed anyway; a response
+  whose format is wrong still runs, but is charged the penalty and reported ``action_valid=False``.
 * ``terminated`` means won (an env whose episodes can end otherwise, e.g. WebShop's purchase,
   overrides ``_terminated``); ``truncated`` means ``max_steps`` reached without terminating. Stepping a
   finished episode raises :class:`gymnasium.error.ResetNeeded`.
@@ -47,7 +51,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from agentenvs.core.parsing import ParsedAction, parse_action
+from agentenvs.core.parsing import ParsedAction, parse_action, parse_action_verl
 from agentenvs.core.prompting import AgentPrompt, generic_prompt
 from agentenvs.core.tasks import TaskPanel
 
@@ -70,6 +74,8 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    #: The reference stack's projection (see the module doc); ``None`` = agentenvs' own rule.
+    verl_fallback_chars: int | None = None
 
     def __init__(
         self,
@@ -104,6 +110,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         self._steps = 0
         self._done = True
         self._won = False
+        self._format_ok, self._format_reason = True, ""
 
     # -- task selection --------------------------------------------------------------------------
     @property
@@ -150,6 +157,8 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
                 parsed = ParsedAction(parsed.command, False, problem)
         if parsed.valid:
             reward, self._won = self._apply(command)
+            if not self._format_ok:  # reference projection: it ran, but the format was wrong
+                reward -= self.invalid_action_penalty
         else:
             reward = -self.invalid_action_penalty
         self._steps += self._counts(parsed, command)
@@ -182,6 +191,11 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
 
     # -- shared helpers ----------------------------------------------------------------------------
     def _parse(self, action: object) -> ParsedAction:
+        self._format_ok, self._format_reason = True, ""
+        if self.verl_fallback_chars is not None:
+            parsed = parse_action_verl(action, fallback_chars=self.verl_fallback_chars)
+            self._format_ok, self._format_reason = parsed.valid, parsed.reason
+            return parsed if parsed.command is None else ParsedAction(parsed.command, True)
         if self.action_format == "plain":
             if not isinstance(action, str):
                 return ParsedAction(
@@ -200,6 +214,8 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         return 1
 
     def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
+        if not self._format_ok:
+            action_valid, reason = False, self._format_reason
         info = {
             "won": bool(self._won),
             "action_valid": bool(action_valid),

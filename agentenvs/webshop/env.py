@@ -33,10 +33,9 @@ from typing import Any
 import numpy as np
 
 from agentenvs.core import TextAgentEnv, text_space
-from agentenvs.core.parsing import ParsedAction, parse_action_verl
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.tasks import TaskPanel
-from agentenvs.webshop.pages import to_text, to_text_rich
+from agentenvs.webshop.pages import to_text_rich
 from agentenvs.webshop.prompts import CompactWebShopPrompt, WebShopPrompt, format_page
 from agentenvs.webshop.shop import Session, Shop
 
@@ -129,7 +128,7 @@ class WebShopEnv(TextAgentEnv[str]):
         self.observation_space = text_space(200_000, self.shop.charset)
         self.action_space = text_space()
         self.session: Session | None = None
-        self._format_ok, self._format_reason = True, ""
+        self.verl_fallback_chars = 20 if compat == "verl-agent" else None
 
     # -- agent-facing hook ---------------------------------------------------------------------------
     def agent_prompt(
@@ -153,15 +152,6 @@ class WebShopEnv(TextAgentEnv[str]):
 
     def _load_task(self, task_id: str) -> None:
         self.session = self.shop.new_session(goal_index_of(task_id))
-        self._format_ok, self._format_reason = True, ""
-
-    def _parse(self, action: object) -> ParsedAction:
-        self._format_ok, self._format_reason = True, ""
-        if self.compat != "verl-agent":
-            return super()._parse(action)
-        parsed = parse_action_verl(action, fallback_chars=20)
-        self._format_ok, self._format_reason = parsed.valid, parsed.reason
-        return parsed if parsed.command is None else ParsedAction(parsed.command, True)
 
     def _to_command(self, text: str) -> tuple[Any, str]:
         assert self.session is not None
@@ -179,8 +169,6 @@ class WebShopEnv(TextAgentEnv[str]):
             score = float(self.session.score or 0.0)
             won = score == 1.0
             reward = score if self.reward_mode == "score" else (self.win_reward if won else 0.0)
-        if not self._format_ok:
-            reward -= self.invalid_action_penalty
         return reward, self.session.done and self.session.score == 1.0
 
     def _terminated(self) -> bool:
@@ -189,7 +177,7 @@ class WebShopEnv(TextAgentEnv[str]):
     def page_text(self) -> str:
         """The current page as WebShop's ``text`` observation (what ``state_key`` is)."""
         assert self.session is not None
-        return to_text(self.session.nodes())
+        return self.session.text()
 
     def _observation(self, feedback: str) -> str:
         assert self.session is not None
@@ -231,8 +219,3 @@ class WebShopEnv(TextAgentEnv[str]):
         if session.done:
             info["r_type_backend"] = self.shop.nouns.source(session.goal.asin)
         return info
-
-    def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
-        if not self._format_ok:  # verl-agent compat: the command ran, but the format was wrong
-            action_valid, reason = False, self._format_reason
-        return super()._info(action_valid, reason)

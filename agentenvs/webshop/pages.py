@@ -14,7 +14,7 @@ text env, the web shop and the browser agree.
 >>> view = PageView("search", "Find me a mug")
 >>> to_text(page_nodes(view))
 'WebShop [SEP] Instruction: [SEP] Find me a mug [SEP] Search'
->>> clickables(view)
+>>> clickables(page_nodes(view))
 ['search']
 """
 
@@ -175,10 +175,9 @@ def _product(view: PageView) -> Product:
     return view.product
 
 
-def clickables(view: PageView) -> list[str]:
-    """What ``click[...]`` accepts on the page: buttons, then product links, then option values
-    (lower-cased labels; a value equal to a button label is one clickable)."""
-    nodes = page_nodes(view)
+def clickables(nodes: Sequence[Node]) -> list[str]:
+    """What ``click[...]`` accepts on a page of ``nodes``: buttons, then product links, then option
+    values (lower-cased labels; a value equal to a button label is one clickable)."""
     keys = [n.text.lower() for n in nodes if n.role == "button"]
     keys += [n.text.lower() for n in nodes if n.role == "link"]
     keys += [n.text for n in nodes if n.role == "label"]

@@ -40,6 +40,7 @@ from agentenvs.webshop.pages import (
     PageView,
     clickables,
     page_nodes,
+    to_text,
 )
 from agentenvs.webshop.score import TitleNouns, purchase_score
 from agentenvs.webshop.search import BM25Search
@@ -219,10 +220,10 @@ class Session:
         self.options: dict[str, str] = {}
         self.visited: set[str] = set()
         self.sub_page: str | None = None
-        self._cache: tuple[PageView, list[Node], list[str]] | None = None
+        self._cache: tuple[PageView, list[Node], list[str], str] | None = None
 
     # -- what the page shows ---------------------------------------------------------------------
-    def _render(self) -> tuple[PageView, list[Node], list[str]]:
+    def _render(self) -> tuple[PageView, list[Node], list[str], str]:
         if self._cache is None:
             results: tuple[Product, ...] = ()
             total = 0
@@ -243,7 +244,8 @@ class Session:
                 show_attrs=self.shop.show_attrs,
                 score=self.score,
             )
-            self._cache = (view, page_nodes(view), clickables(view))
+            nodes = page_nodes(view)
+            self._cache = (view, nodes, clickables(nodes), to_text(nodes))
         return self._cache
 
     def view(self) -> PageView:
@@ -257,6 +259,10 @@ class Session:
     def clickables(self) -> list[str]:
         """What ``click[...]`` accepts on the current page (``search`` only via a query)."""
         return self._render()[2]
+
+    def text(self) -> str:
+        """The current page as WebShop's ``text`` observation."""
+        return self._render()[3]
 
     def available_actions(self) -> dict[str, Any]:
         """WebShop's ``{"has_search_bar": bool, "clickables": [...]}`` for the current page."""
