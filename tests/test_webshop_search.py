@@ -11,6 +11,9 @@ import pytest
 
 pytest.importorskip("bm25s")
 
+import bm25s  # noqa: E402
+
+from agentenvs.core import bm25 as bm25_mod  # noqa: E402
 from agentenvs.webshop import search as search_mod  # noqa: E402
 from agentenvs.webshop.search import (  # noqa: E402
     MAX_QUERY_TOKENS,
@@ -71,7 +74,7 @@ def test_porter_stemming():
 
 
 def test_no_stemming_without_pystemmer(monkeypatch):
-    monkeypatch.setattr(search_mod, "_PyStemmer", None)
+    monkeypatch.setattr(bm25_mod, "HAVE_STEMMER", False)
     assert tokenize("Red Dresses, women's") == ["red", "dresses", "women"]
 
 
@@ -100,7 +103,7 @@ def test_catalogue_terms_match_tokenize():
     ]
     texts = [" ".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(200)]
     vocab: dict[str, int] = {}
-    ids = search_mod._index_terms(texts, vocab)
+    ids = search_mod.ANALYZER.term_ids(texts, vocab)
     words = {v: k for k, v in vocab.items()}
     assert [[words[i] for i in doc] for doc in ids] == [tokenize(t) for t in texts]
 
@@ -172,14 +175,22 @@ def _random_corpus(rng: random.Random, n_docs: int, n_words: int) -> tuple[list[
     return words, docs
 
 
+def _bm25s_retriever(docs: list[str]):
+    """bm25s itself, indexing the same terms as BM25Search (Lucene BM25, k1 0.9, b 0.4)."""
+    vocab: dict[str, int] = {}
+    doc_ids = search_mod.ANALYZER.term_ids(docs, vocab)
+    retriever = bm25s.BM25(k1=0.9, b=0.4, method="lucene")
+    tokens = bm25s.tokenization.Tokenized(ids=doc_ids, vocab=vocab)
+    retriever.index(tokens, create_empty_token=False, show_progress=False)
+    return retriever
+
+
 def test_scores_equal_bm25s_retrieve():
     rng = random.Random(7)
     words, docs = _random_corpus(rng, 300, 60)
     ids = [f"id{i}" for i in range(len(docs))]
     engine = BM25Search(ids, docs)
-    retriever = engine.retriever
-    assert retriever is not None and retriever.method == "lucene"
-    assert (retriever.k1, retriever.b) == (0.9, 0.4)
+    retriever = _bm25s_retriever(docs)
     checked = 0
     for _ in range(200):
         query_words = rng.sample(words + ["unknownword", "the"], rng.randint(1, 5))
@@ -211,11 +222,12 @@ def test_repeated_query_words_match_bm25s_within_rounding():
     rng = random.Random(11)
     words, docs = _random_corpus(rng, 200, 30)
     engine = BM25Search([str(i) for i in range(len(docs))], docs)
+    retriever = _bm25s_retriever(docs)
     for _ in range(50):
         query_words = [rng.choice(words[:10]) for _ in range(6)]
         terms = [t for t in tokenize(" ".join(query_words)) if t in engine.vocab]
         np.testing.assert_allclose(
-            engine.scores(" ".join(query_words)), engine.retriever.get_scores(terms), rtol=1e-5
+            engine.scores(" ".join(query_words)), retriever.get_scores(terms), rtol=1e-5
         )
 
 
@@ -243,7 +255,7 @@ def test_queries_without_known_words():
 
 def test_empty_catalogues():
     empty = BM25Search([], [])
-    assert len(empty) == 0 and empty.search("mug") == [] and empty.retriever is None
+    assert len(empty) == 0 and empty.search("mug") == [] and empty.index.num_terms == 0
     no_terms = BM25Search(["a", "b"], ["", "the of and"])
     assert len(no_terms) == 2 and no_terms.search("mug") == [] and no_terms.search("") == []
     some_empty = BM25Search(["a", "b", "c"], ["", "red mug", "!!"])

@@ -27,9 +27,10 @@ bit-identical copy:
 * Hits: only documents with a positive score (at least one query word), best first, equal scores
   in catalogue order (Lucene's order of equal scores is its document order, here the catalogue's).
 
-Scoring reads bm25s's precomputed sparse (CSC) score matrix directly: one vectorised add per
-distinct query word, then a partial sort. A search does not change the index, so concurrent
-searches (Flask threads) need no lock; the stemmer is one per thread.
+The index is :class:`~agentenvs.core.bm25.BM25Index` (bm25s's precomputed score matrix, one
+vectorised add per distinct query word, then a partial sort); the analyzer is a
+:class:`~agentenvs.core.bm25.Analyzer`. A search does not change the index, so concurrent searches
+(Flask threads) need no lock.
 
 >>> engine = BM25Search(["m1", "m2", "d1"], ["red ceramic mug", "blue mug", "women's red dress"])
 >>> engine.search("red mugs")
@@ -40,20 +41,14 @@ searches (Flask threads) need no lock; the stemmer is one per thread.
 
 from __future__ import annotations
 
-import re
-import threading
-from collections.abc import Iterator, Sequence
-from itertools import islice
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
-try:
-    import Stemmer as _PyStemmer
-except ImportError:  # pragma: no cover - PyStemmer is a dependency of agentenvs[webshop]
-    _PyStemmer = None
+from agentenvs.core.bm25 import HAVE_STEMMER, Analyzer, BM25Index
 
 __all__ = [
+    "ANALYZER",
     "BM25Search",
     "MAX_QUERY_TOKENS",
     "STEMMER_NAME",
@@ -68,39 +63,20 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 
 #: The stemmer :func:`tokenize` applies: ``"porter"`` (PyStemmer) or ``None`` (no stemming).
-STEMMER_NAME: str | None = "porter" if _PyStemmer is not None else None
+STEMMER_NAME: str | None = "porter" if HAVE_STEMMER else None
 
 #: Query tokens scored (after stop-word removal): the rest of a longer query is ignored.
 MAX_QUERY_TOKENS = 1000
 
-# A token, with an English possessive ('s, ’s, ＇s at the token's end) consumed but not kept.
-_TOKEN = re.compile(r"([a-z0-9]+)(?:['\u2019\uff07]s(?![a-z0-9]))?")
-_local = threading.local()
-
-
-def _stem(words: list[str]) -> list[str]:
-    """Porter stems of ``words`` (unchanged without PyStemmer); one stemmer per thread.
-
-    Words of one or two characters are kept as they are, as in Lucene's ``PorterStemmer`` (and
-    Porter's original code): Snowball's porter would turn ``"s"`` into ``""`` and ``"us"`` into
-    ``"u"``.
-    """
-    if _PyStemmer is None:
-        return words
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = _local.stemmer = _PyStemmer.Stemmer("porter")
-    stems = stemmer.stemWords(words)
-    return [w if len(w) <= 2 else s for w, s in zip(words, stems, strict=True)]
-
-
-def _words(text: str) -> Iterator[str]:
-    """The lower-cased words of ``text``, possessives dropped, stop words removed (not stemmed)."""
-    stop = STOP_WORDS
-    for match in _TOKEN.finditer(text.lower()):
-        word = match.group(1)
-        if word not in stop:
-            yield word
+#: The analyzer: a token is an ``[a-z0-9]`` run, an English possessive (``'s``, ``’s``, ``＇s`` at
+#: the token's end) consumed but not kept; words of one or two characters are not stemmed, as in
+#: Lucene's ``PorterStemmer`` (Snowball's porter would turn ``"s"`` into ``""``, ``"us"`` into ``"u"``).
+ANALYZER = Analyzer(
+    r"([a-z0-9]+)(?:['\u2019\uff07]s(?![a-z0-9]))?",
+    stop_words=STOP_WORDS,
+    stemmer="porter",
+    min_stem_length=3,
+)
 
 
 def tokenize(text: str, max_tokens: int | None = None) -> list[str]:
@@ -114,40 +90,7 @@ def tokenize(text: str, max_tokens: int | None = None) -> list[str]:
     >>> tokenize("it is what it is"), tokenize("a b c d", max_tokens=2)
     (['what'], ['b', 'c'])
     """
-    words = _words(text)
-    return _stem(list(words if max_tokens is None else islice(words, max(max_tokens, 0))))
-
-
-class _TermIds(dict):
-    """Raw word -> vocabulary id of its stem (``-1`` for a stop word), filled on first sight."""
-
-    def __init__(self, vocab: dict[str, int]) -> None:
-        super().__init__()
-        self.vocab = vocab
-
-    def __missing__(self, word: str) -> int:
-        if word in STOP_WORDS:
-            column = -1
-        else:
-            term = _stem([word])[0]
-            column = self.vocab.setdefault(term, len(self.vocab))
-        self[word] = column
-        return column
-
-
-def _index_terms(contents: Sequence[str], vocab: dict[str, int]) -> list[list[int]]:
-    """The vocabulary ids of :func:`tokenize` of each text, adding new terms to ``vocab``.
-
-    Same terms as :func:`tokenize`, faster for a catalogue: each distinct word is stemmed once.
-    """
-    term_ids = _TermIds(vocab)
-    lookup = term_ids.__getitem__
-    is_term = (-1).__ne__
-    docs: list[list[int]] = []
-    for text in contents:
-        ids = list(map(lookup, _TOKEN.findall(text.lower())))
-        docs.append(list(filter(is_term, ids)) if -1 in ids else ids)
-    return docs
+    return ANALYZER.terms(text, max_tokens)
 
 
 class BM25Search:
@@ -159,8 +102,8 @@ class BM25Search:
     a single term) is allowed: every search returns ``[]``.
 
     Attributes: ``ids`` (the ids, catalogue order), ``k1``, ``b``, ``vocab`` (term -> column of
-    the score matrix), ``stemmer_name`` (:data:`STEMMER_NAME`) and ``retriever`` (the underlying
-    ``bm25s.BM25``, ``None`` without terms).
+    the score matrix), ``stemmer_name`` (:data:`STEMMER_NAME`) and ``index`` (the
+    :class:`~agentenvs.core.bm25.BM25Index`).
 
     >>> engine = BM25Search(["a", "b", "c"], ["wool socks", "cotton socks socks", "wool hat"])
     >>> len(engine), engine.search("socks"), engine.search("wool socks", k=2)
@@ -182,27 +125,12 @@ class BM25Search:
         self.ids: tuple[str, ...] = tuple(ids)
         self.k1, self.b = float(k1), float(b)
         self.vocab: dict[str, int] = {}
-        self.retriever: Any = None
-        vocab = self.vocab
-        doc_ids = _index_terms(contents, vocab)
-        if vocab:
-            try:
-                import bm25s
-            except ImportError as err:  # pragma: no cover - bm25s is in agentenvs[webshop]
-                raise ImportError(
-                    "WebShop search needs bm25s: pip install 'agentenvs[webshop]'"
-                ) from err
-            retriever = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-            retriever.index(
-                bm25s.tokenization.Tokenized(ids=doc_ids, vocab=vocab),
-                create_empty_token=False,
-                show_progress=False,
+        try:
+            self.index = BM25Index.build(
+                ANALYZER.term_ids(contents, self.vocab), self.vocab, k1=self.k1, b=self.b
             )
-            self.retriever = retriever
-            matrix = retriever.scores
-            self._data = np.asarray(matrix["data"], dtype=np.float32)
-            self._indices = np.asarray(matrix["indices"], dtype=np.int64)
-            self._indptr = np.asarray(matrix["indptr"], dtype=np.int64)
+        except ImportError as err:  # pragma: no cover - bm25s is in agentenvs[webshop]
+            raise ImportError("WebShop search needs bm25s: pip install 'agentenvs[webshop]'") from err
 
     def __len__(self) -> int:
         """The number of products in the catalogue."""
@@ -222,24 +150,7 @@ class BM25Search:
         >>> [round(float(s), 4) for s in scores]  # ln(2) * 1 / (1 + 0.9), twice
         [0.7296, 0.0]
         """
-        out = np.zeros(len(self.ids), dtype=np.float32)
-        if self.retriever is None:
-            return out
-        counts: dict[int, int] = {}
-        vocab = self.vocab
-        for term in tokenize(query, MAX_QUERY_TOKENS):
-            column = vocab.get(term)
-            if column is not None:
-                counts[column] = counts.get(column, 0) + 1
-        data, indices, indptr = self._data, self._indices, self._indptr
-        for column, count in counts.items():
-            start, end = indptr[column], indptr[column + 1]
-            # A column holds each document at most once, so a fancy-indexed add is exact.
-            if count == 1:
-                out[indices[start:end]] += data[start:end]
-            else:
-                out[indices[start:end]] += data[start:end] * np.float32(count)
-        return out
+        return self.index.scores(ANALYZER.query_ids(query, self.vocab, MAX_QUERY_TOKENS))
 
     def search(self, query: str, k: int = 50) -> list[str]:
         """The ids of the (at most ``k``) best products for ``query``, best first.
@@ -252,20 +163,7 @@ class BM25Search:
         >>> engine.search("cup"), engine.search("tea cup", k=1), engine.search("?!")
         (['x', 'y'], ['x'], [])
         """
-        if k <= 0 or self.retriever is None:
+        if k <= 0 or not self.vocab:
             return []
-        scores = self.scores(query)
-        hits = np.flatnonzero(scores > 0)  # catalogue order
-        if hits.size == 0:
-            return []
-        hit_scores = scores[hits]
-        if hits.size > k:
-            # The k-th best score; keep everything above it and the first equal ones.
-            kth = np.partition(hit_scores, hits.size - k)[hits.size - k]
-            above = hit_scores > kth
-            equal = np.flatnonzero(hit_scores == kth)[: k - int(above.sum())]
-            keep = np.sort(np.concatenate([np.flatnonzero(above), equal]))
-            hits, hit_scores = hits[keep], hit_scores[keep]
-        order = np.argsort(-hit_scores, kind="stable")
         ids = self.ids
-        return [ids[i] for i in hits[order].tolist()]
+        return [ids[i] for i in BM25Index.top(self.scores(query), k).tolist()]
