@@ -14,6 +14,7 @@ ENV_IDS: dict[str, tuple[str, dict]] = {
     "agentenvs/SokobanDiscrete-v0": ("agentenvs.sokoban.adapters:make_sokoban_discrete", {}),
     "agentenvs/WebShop-v0": ("agentenvs.webshop.env:WebShopEnv", {}),
     "agentenvs/WebShopBrowser-v0": ("agentenvs.webshop.browser:WebShopBrowserEnv", {}),
+    "agentenvs/SearchQA-v0": ("agentenvs.searchqa.env:SearchQAEnv", {}),
 }
 
 
