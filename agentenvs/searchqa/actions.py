@@ -61,7 +61,9 @@ def _cut(response: str) -> str:
 def project_action(response: object) -> SearchAction:
     """The search, answer or nothing that ``response`` makes (rules in the module doc)."""
     if not isinstance(response, str):
-        return SearchAction(None, "", False, f"the response must be text, got {type(response).__name__}")
+        return SearchAction(
+            None, "", False, f"the response must be text, got {type(response).__name__}"
+        )
     cut = _cut(response)
     match = _SEARCH.search(cut)
     kind = "search" if match else None
@@ -69,7 +71,9 @@ def project_action(response: object) -> SearchAction:
         match = _ANSWER.search(cut)
         kind = "answer" if match else None
     if match is None:
-        return SearchAction(None, "", False, "no <search>...</search> or <answer>...</answer> block")
+        return SearchAction(
+            None, "", False, "no <search>...</search> or <answer>...</answer> block"
+        )
     content = match.group(1).strip()
     if kind == "search" and not content:
         return SearchAction(None, "", False, "empty search query")

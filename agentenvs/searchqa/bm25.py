@@ -84,7 +84,9 @@ class BM25Retriever:
         """Corpus positions of the ``topk`` best passages for ``query``, best first."""
         if topk <= 0 or not self.vocab:
             return []
-        return self.index.top(self.index.scores(ANALYZER.query_ids(query, self.vocab)), topk).tolist()
+        return self.index.top(
+            self.index.scores(ANALYZER.query_ids(query, self.vocab)), topk
+        ).tolist()
 
     def retrieve(self, queries: Sequence[str], topk: int) -> list[list[Hit]]:
         """The ``topk`` best passages of each query (fewer when fewer share a term with it)."""

@@ -144,7 +144,9 @@ class Corpus:
                     continue
                 try:
                     row = json.loads(line)
-                    text = row["contents"] if "contents" in row else f'"{row["title"]}"\n{row["text"]}'
+                    text = (
+                        row["contents"] if "contents" in row else f'"{row["title"]}"\n{row["text"]}'
+                    )
                     ids.append(str(row["id"]))
                     contents.append(str(text))
                 except (ValueError, KeyError, TypeError) as err:

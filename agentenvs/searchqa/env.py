@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core import TextAgentEnv, text_space
-from agentenvs.core.spaces import TextSpace
 from agentenvs.core.parsing import ParsedAction
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
+from agentenvs.core.spaces import TextSpace
 from agentenvs.core.tasks import TaskPanel
 from agentenvs.searchqa.actions import SearchAction, project_action
 from agentenvs.searchqa.corpus import load_corpus
@@ -110,7 +110,9 @@ def _observation_space(retriever: Retriever, tasks: Sequence[QATask], topk: int)
         return text_space(1_000_000, "".join(chars))
     longest = max((len(t.question) for t in tasks), default=0)
     passages = topk * (6 * corpus.max_chars + 32)  # a JSON escape is at most 6 characters (\\uXXXX)
-    return text_space(max(longest, passages + len(SEARCHR1_INVALID)), "".join(chars | corpus.charset))
+    return text_space(
+        max(longest, passages + len(SEARCHR1_INVALID)), "".join(chars | corpus.charset)
+    )
 
 
 class SearchQAEnv(TextAgentEnv[str]):

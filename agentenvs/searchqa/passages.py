@@ -28,7 +28,13 @@ from collections.abc import Sequence
 
 from agentenvs.searchqa.retrieval import Hit
 
-__all__ = ["FORMATS", "SEARCHR1_INVALID", "format_information", "searchr1_information", "verl_information"]
+__all__ = [
+    "FORMATS",
+    "SEARCHR1_INVALID",
+    "format_information",
+    "searchr1_information",
+    "verl_information",
+]
 
 #: The observation formats (``format=`` of the env).
 FORMATS = ("verl", "searchr1")

@@ -91,6 +91,8 @@ def search_r1_question(question: str) -> str:
 def _turns(memory: EpisodeMemory, observation: Any) -> list[tuple[str, str]]:
     """(projected action, the information that followed it) per past turn."""
     records = memory.records
+    if not records:
+        return []
     after = [obs for obs, _ in records[1:]] + [str(observation)]
     return [(action, info.strip()) for (_, action), info in zip(records, after, strict=True)]
 
@@ -155,7 +157,9 @@ class SearchR1Prompt(SearchPrompt):
 
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
         text = SEARCH_R1_PROMPT.format(question=search_r1_question(_question(info)))
-        turns = _turns(memory, observation)[-self.history_length :] if self.history_length > 0 else []
+        turns = (
+            _turns(memory, observation)[-self.history_length :] if self.history_length > 0 else []
+        )
         return text + "".join(f"{action}\n\n{info}\n\n" for action, info in turns)
 
 

@@ -125,13 +125,17 @@ def task_from_row(row: Mapping[str, Any], number: int, split: str = "train") -> 
     split = str(row.get("split") or _get(row, "extra_info", "split") or split)
     index = _get(row, "extra_info", "index")
     task_id = row.get("id")
-    task_id = str(task_id) if task_id is not None else f"{split}-{number if index is None else index}"
+    task_id = (
+        str(task_id) if task_id is not None else f"{split}-{number if index is None else index}"
+    )
     hops = row.get("hops")
     return QATask(
         id=task_id,
         question=question.strip(),
         answers=answers,
-        data_source=str(row.get("data_source") or _get(row, "env_kwargs", "data_source") or "unknown"),
+        data_source=str(
+            row.get("data_source") or _get(row, "env_kwargs", "data_source") or "unknown"
+        ),
         split=split,
         hops=int(hops) if hops is not None else None,
         family=str(row.get("family") or ""),
@@ -146,7 +150,9 @@ def _rows(path: Path) -> Iterable[Mapping[str, Any]]:
         try:
             import pyarrow.parquet as pq
         except ImportError as err:
-            raise ImportError("reading parquet needs pyarrow: pip install 'agentenvs[searchqa]'") from err
+            raise ImportError(
+                "reading parquet needs pyarrow: pip install 'agentenvs[searchqa]'"
+            ) from err
         return pq.read_table(path).to_pylist()
     opener = gzip.open if name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:

@@ -93,7 +93,9 @@ def parse_response(body: Any) -> list[list[Hit]]:
             for entry in row:
                 document = entry.get("document", entry)
                 hits.append(
-                    Hit(str(document["id"]), str(document["contents"]), float(entry.get("score", 0)))
+                    Hit(
+                        str(document["id"]), str(document["contents"]), float(entry.get("score", 0))
+                    )
                 )
             results.append(hits)
         return results

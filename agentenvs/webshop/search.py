@@ -130,7 +130,9 @@ class BM25Search:
                 ANALYZER.term_ids(contents, self.vocab), self.vocab, k1=self.k1, b=self.b
             )
         except ImportError as err:  # pragma: no cover - bm25s is in agentenvs[webshop]
-            raise ImportError("WebShop search needs bm25s: pip install 'agentenvs[webshop]'") from err
+            raise ImportError(
+                "WebShop search needs bm25s: pip install 'agentenvs[webshop]'"
+            ) from err
 
     def __len__(self) -> int:
         """The number of products in the catalogue."""
