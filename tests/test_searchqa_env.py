@@ -222,3 +222,35 @@ def test_embedded_panel_oracle_wins_everything():
         assert terminated and reward == 1.0 and info["won"], task_id
     # searching a title finds its document almost always (the oracle does not depend on it)
     assert found >= 0.95 * sum(min(len(t.supporting_titles), 3) for t in tasks if t.split == "test")
+
+
+def test_credit_wrapper_groups_searchqa_episodes(qa_file):
+    """Rollouts of one question that gathered the same passages share a state (GiGPO/graph groups),
+    and the winners get the larger advantages."""
+    from wrappers import GraphCreditWrapper
+
+    env = GraphCreditWrapper(
+        gym.make("agentenvs/SearchQA-v0", qa_path=qa_file, split="test"), group_size=4
+    )
+    env.reset(seed=0)
+    plans = [
+        ["<search>Stanley Kubrick</search>", "<answer>1928</answer>"],
+        ["<search>Kubrick Stanley</search>", "<answer>1930</answer>"],
+        ["<search>Stanley Kubrick</search>", "<answer>1928</answer>"],
+        ["<answer>Paris</answer>"],
+    ]
+    credit = []
+    for plan in plans:
+        for action in plan:
+            *_, terminated, truncated, info = env.step(think(action))
+            if terminated or truncated:
+                break
+        credit += info.get("credit", [])
+        env.reset()
+    assert len(credit) == 4 and len({t.task_id for t in credit}) == 1
+    first_keys = [t.steps[0].next_state_key for t in credit[:3]]
+    assert first_keys[0] == first_keys[2]  # same evidence, same state
+    winners = [t for t in credit if t.success]
+    losers = [t for t in credit if not t.success]
+    assert len(winners) == 2 and len(losers) == 2
+    assert min(t.steps[-1].advantage for t in winners) > max(t.steps[-1].advantage for t in losers)
