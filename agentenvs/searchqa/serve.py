@@ -1,0 +1,496 @@
+"""The retrieval server: any :class:`~agentenvs.searchqa.retrieval.Retriever` behind Search-R1's
+``POST /retrieve`` API, on a loopback port, with micro-batching.
+
+This module holds :class:`RetrievalServer` and the command line
+``python -m agentenvs.searchqa.serve [--corpus PATH] [--retriever bm25|dense] [--host 127.0.0.1]
+[--port 8000] [--max-batch 64]``, which prints one line with the URL and serves until Ctrl-C
+(or SIGTERM). The corpus defaults to :func:`~agentenvs.searchqa.corpus.load_corpus` (the
+embedded Wikipedia passages unless ``$AGENTENVS_SEARCH_CORPUS`` names a JSONL file).
+
+Endpoints (stdlib :class:`http.server.ThreadingHTTPServer`, one daemon thread per connection,
+HTTP/1.0, no per-request log lines):
+
+* ``POST /retrieve``: request ``{"queries": [str, ...], "topk": k, "return_scores": bool}`` or
+  ``{"query": str, "topk": k, "return_scores": bool}`` (``topk`` defaults to 3, at most
+  :data:`~agentenvs.searchqa.retrieval.MAX_TOPK`; ``return_scores`` to false). Response
+  ``{"result": [[{"document": {"id": str, "contents": str}, "score": float}, ...], ...]}``, one
+  list per query, best first; without scores each entry is the bare ``{"id", "contents"}``.
+* ``GET /health``: ``{"status": "ok", "retriever": <class name>, "requests": n, "batches": n,
+  "max_batch": n}``.
+* Errors are JSON ``{"error": message}``: 400 bad JSON or a bad request shape, 404 an unknown
+  path, 405 a wrong method, 411 no ``Content-Length``, 413 a body over :data:`MAX_BODY_BYTES`,
+  500 when the retriever itself raises (the server keeps serving), 503 while stopping.
+
+Micro-batching: handler threads queue their requests; one worker thread takes the oldest and,
+while other connections are still being read, waits for them up to ``max_wait_s`` after the
+oldest arrived (a lone client is answered at once), then takes the queued requests in order up
+to ``max_batch`` queries (a single larger request goes alone), makes one
+``retriever.retrieve(all_queries, largest_topk)`` call and hands each request its own slice,
+cut to its own ``topk``. Concurrent env workers thus share one batched encode (dense) or one
+pass (BM25) instead of queueing for the retriever one by one. The retriever is only ever called
+from the worker thread, so it need not be thread-safe.
+
+Only loopback addresses are served (``127.0.0.1``, ``::1``, ``localhost``): the API has no
+authentication.
+
+>>> from agentenvs.searchqa.corpus import Corpus
+>>> from agentenvs.searchqa.remote import RemoteRetriever
+>>> from agentenvs.searchqa.retrieval import Hit
+>>> class Echo:
+...     def retrieve(self, queries, topk):
+...         return [[Hit(str(i), f'"{q}"', 1.0 / (i + 1)) for i in range(topk)] for q in queries]
+>>> with RetrievalServer(Echo()) as server:
+...     hits = RemoteRetriever(server.url).retrieve(["tea", "mug"], topk=2)
+>>> [[(h.id, h.contents, h.score) for h in row] for row in hits]
+[[('0', '"tea"', 1.0), ('1', '"tea"', 0.5)], [('0', '"mug"', 1.0), ('1', '"mug"', 0.5)]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import signal
+import socket
+import socketserver
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentenvs.searchqa.retrieval import Hit, Retriever, parse_request, to_response
+
+__all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "RetrievalServer", "main"]
+
+#: The hosts a :class:`RetrievalServer` may bind to.
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+#: The largest request body accepted (bytes); larger ones get 413.
+MAX_BODY_BYTES = 1 << 20
+_DRAIN_LIMIT = 16 << 20  # an oversize body up to this size is read and dropped before the 413
+_HANDLER_JOIN_S = 5.0
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class _Pending:
+    """One request waiting for the worker."""
+
+    queries: list[str]
+    topk: int
+    arrived: float = field(default_factory=time.monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: list[list[Hit]] | None = None
+    error: _HTTPError | None = None
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+    owner: RetrievalServer
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind looks the host name up (socket.getfqdn), which can stall.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name="retrieval-server-handler",
+            daemon=True,
+        )
+        self.owner._track(thread)
+        thread.start()
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+    timeout = 60  # seconds a client may take to send its request
+    disable_nagle_algorithm = True  # headers and body go out as two writes: no delayed-ACK stall
+    server_version = "agentenvs-retrieval/1"
+    error_content_type = "application/json"
+    arriving = False  # counted in RetrievalServer._arriving
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base signature
+        pass
+
+    def handle(self) -> None:
+        # The connection counts as an arriving request until it is queued (or answered).
+        self.arriving = True
+        self.server.owner._arrival(self, +1)
+        try:
+            super().handle()
+        finally:
+            self.server.owner._arrival(self, -1)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        # The base class's HTML error page, as JSON (used for malformed request lines too).
+        text = message or self.responses.get(code, ("error",))[0]
+        self._send_json(code, {"error": text})
+
+    def _send_json(self, status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            if getattr(self, "command", None) != "HEAD":
+                self.wfile.write(data)
+        except OSError:  # the client went away
+            pass
+        self.close_connection = True
+
+    def _route(self, method: str) -> None:
+        path = self.path.split("?", 1)[0]
+        owner = self.server.owner
+        try:
+            if path == "/retrieve":
+                if method != "POST":
+                    raise _HTTPError(405, f"{method} not allowed on /retrieve; use POST")
+                self._send_json(200, owner._answer(self._read_json(), self))
+            elif path == "/health":
+                if method != "GET":
+                    raise _HTTPError(405, f"{method} not allowed on /health; use GET")
+                self._send_json(200, owner.health())
+            else:
+                raise _HTTPError(404, f"no such path: {path}")
+        except _HTTPError as err:
+            allow = {"/retrieve": "POST", "/health": "GET"}.get(path)
+            headers = [("Allow", allow)] if err.status == 405 and allow else []
+            self._send_json(err.status, {"error": str(err)}, headers)
+
+    def _read_json(self) -> Any:
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            raise _HTTPError(411, "a Content-Length header is required")
+        try:
+            length = int(length_header)
+            if length < 0:
+                raise ValueError
+        except ValueError:
+            raise _HTTPError(400, f"bad Content-Length: {length_header!r}") from None
+        if length > MAX_BODY_BYTES:
+            if length <= _DRAIN_LIMIT:  # read it, so the client sees the 413 and not a reset
+                remaining = length
+                while remaining > 0:
+                    chunk = self.rfile.read(min(remaining, 1 << 16))
+                    if not chunk:
+                        break
+                    remaining -= len(chunk)
+            raise _HTTPError(413, f"the body is {length} bytes; at most {MAX_BODY_BYTES} allowed")
+        raw = self.rfile.read(length)
+        try:
+            return json.loads(raw)
+        except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+            raise _HTTPError(400, f"the body is not JSON: {err}") from None
+
+    def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's naming
+        self._route("GET")
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._route("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._route("PUT")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._route("DELETE")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._route("PATCH")
+
+
+class RetrievalServer:
+    """``retriever`` behind ``POST /retrieve`` on ``host:port`` (see the module docstring).
+
+    Args:
+        retriever: any :class:`~agentenvs.searchqa.retrieval.Retriever`; it is called from one
+            worker thread only.
+        host: ``127.0.0.1`` (default), ``::1`` or ``localhost``; anything else is a ``ValueError``.
+        port: the TCP port; 0 (default) picks a free one (see :attr:`port`, :attr:`url`).
+        max_batch: the most queries merged into one ``retrieve`` call.
+        max_wait_s: the longest (seconds) the worker waits after a request arrives for others
+            to merge with it; it waits only while other connections are being read.
+
+    The socket is bound on construction; :meth:`start` serves in background threads,
+    :meth:`stop` shuts everything down (also as a context manager). Attributes: ``retriever``,
+    ``host``, ``port``, ``requests`` and ``batches`` (``/retrieve`` requests answered by the
+    worker, and ``retrieve`` calls made).
+    """
+
+    def __init__(
+        self,
+        retriever: Retriever,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_batch: int = 64,
+        max_wait_s: float = 0.002,
+    ) -> None:
+        if host not in LOOPBACK_HOSTS:
+            raise ValueError(
+                f"the retrieval server only binds loopback hosts {LOOPBACK_HOSTS}, not {host!r}"
+            )
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, not {max_batch}")
+        if max_wait_s < 0:
+            raise ValueError(f"max_wait_s must be >= 0, not {max_wait_s}")
+        self.retriever = retriever
+        self.max_batch = int(max_batch)
+        self.max_wait_s = float(max_wait_s)
+        self.requests = 0
+        self.batches = 0
+        self._lock = threading.Lock()  # guards the state below and the counters
+        self._ready = threading.Condition(self._lock)  # a request queued, or one less arriving
+        self._pending: deque[_Pending] = deque()
+        self._arriving = 0  # connections being read, not yet queued
+        self._closing = False
+        self._started = False
+        self._stopped = False
+        self._handlers: set[threading.Thread] = set()
+        self._threads: list[threading.Thread] = []
+        if host == "::1":
+            self._httpd: _Server = _Server6(("::1", port), _Handler, bind_and_activate=False)
+        else:
+            self._httpd = _Server(("127.0.0.1", port), _Handler, bind_and_activate=False)
+        self._httpd.owner = self
+        try:
+            self._httpd.server_bind()
+            self._httpd.server_activate()
+        except BaseException:
+            self._httpd.server_close()
+            raise
+        self.host = "::1" if host == "::1" else "127.0.0.1"
+        self.port: int = self._httpd.server_address[1]
+
+    def __repr__(self) -> str:
+        state = "serving" if self._started and not self._stopped else "stopped"
+        return f"RetrievalServer({type(self.retriever).__name__}, {self.url}, {state})"
+
+    @property
+    def url(self) -> str:
+        """The ``/retrieve`` endpoint, e.g. ``http://127.0.0.1:8000/retrieve``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/retrieve"
+
+    def health(self) -> dict[str, Any]:
+        """The ``GET /health`` body."""
+        return {
+            "status": "ok",
+            "retriever": type(self.retriever).__name__,
+            "requests": self.requests,
+            "batches": self.batches,
+            "max_batch": self.max_batch,
+        }
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> RetrievalServer:
+        """Serve in background threads; returns ``self``."""
+        with self._lock:
+            if self._started or self._stopped:
+                raise RuntimeError("a RetrievalServer can be started once")
+            self._started = True
+        self._threads = [
+            threading.Thread(target=self._work, name="retrieval-server-worker", daemon=True),
+            threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="retrieval-server-accept",
+                daemon=True,
+            ),
+        ]
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, answer what was queued, join the threads, close the socket."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            started = self._started
+        if started:
+            self._httpd.shutdown()  # no new connections
+        with self._ready:
+            self._closing = True  # requests still being read get 503; queued ones are answered
+            self._ready.notify_all()
+        for thread in self._threads:
+            thread.join()
+        with self._lock:
+            handlers = list(self._handlers)
+        deadline = time.monotonic() + _HANDLER_JOIN_S
+        for thread in handlers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._httpd.server_close()
+
+    def __enter__(self) -> RetrievalServer:
+        if not self._started:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _track(self, thread: threading.Thread) -> None:
+        with self._lock:
+            self._handlers = {t for t in self._handlers if t.is_alive()}
+            self._handlers.add(thread)
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def _arrival(self, handler: _Handler, change: int) -> None:
+        with self._ready:
+            if change < 0:
+                if not handler.arriving:
+                    return
+                handler.arriving = False
+                self._ready.notify_all()
+            self._arriving += change
+
+    def _answer(self, body: Any, handler: _Handler) -> dict[str, Any]:
+        """The response body for a parsed ``/retrieve`` request (runs in a handler thread)."""
+        try:
+            queries, topk, return_scores = parse_request(body)
+        except ValueError as err:
+            raise _HTTPError(400, str(err)) from None
+        if not queries:
+            return to_response([], return_scores)
+        pending = _Pending(queries, topk)
+        with self._ready:
+            if self._closing:
+                raise _HTTPError(503, "the server is stopping")
+            self._pending.append(pending)
+            if handler.arriving:
+                handler.arriving = False
+                self._arriving -= 1
+            self._ready.notify_all()
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        assert pending.result is not None
+        return to_response(pending.result, return_scores)
+
+    def _next_batch(self) -> list[_Pending] | None:
+        """The next requests to answer together (``None``: stopped and nothing left)."""
+        with self._ready:
+            while not self._pending:
+                if self._closing:
+                    return None
+                self._ready.wait()
+            # Wait for more only while other requests are on their way in, and not past
+            # max_wait_s after the oldest arrived.
+            deadline = self._pending[0].arrived + self.max_wait_s
+            while (
+                self._arriving > 0
+                and not self._closing
+                and sum(len(item.queries) for item in self._pending) < self.max_batch
+            ):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._ready.wait(remaining)
+            batch = [self._pending.popleft()]  # even when it alone exceeds max_batch
+            size = len(batch[0].queries)
+            while self._pending and size + len(self._pending[0].queries) <= self.max_batch:
+                size += len(self._pending[0].queries)
+                batch.append(self._pending.popleft())
+            return batch
+
+    def _work(self) -> None:
+        """The worker thread: answer batches until stopped and drained."""
+        while (batch := self._next_batch()) is not None:
+            self._run(batch)
+
+    def _run(self, batch: list[_Pending]) -> None:
+        """One ``retrieve`` call for ``batch``; each request gets its slice or the error."""
+        queries = [q for item in batch for q in item.queries]
+        try:
+            results = self.retriever.retrieve(queries, max(item.topk for item in batch))
+            if len(results) != len(queries):
+                raise RuntimeError(f"{len(results)} result lists for {len(queries)} queries")
+            start = 0
+            for item in batch:
+                rows = results[start : start + len(item.queries)]
+                item.result = [list(row)[: item.topk] for row in rows]
+                start += len(item.queries)
+        except Exception as err:  # noqa: BLE001 - any retriever failure becomes a 500
+            error = _HTTPError(500, f"the retriever failed: {type(err).__name__}: {err}")
+            for item in batch:
+                item.result, item.error = None, error
+        with self._lock:
+            self.batches += 1
+            self.requests += len(batch)
+        for item in batch:
+            item.done.set()
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def _make_retriever(kind: str, corpus_path: str | None, device: str | None) -> Retriever:
+    from agentenvs.searchqa.corpus import load_corpus
+
+    corpus = load_corpus(corpus_path)
+    if kind == "dense":
+        from agentenvs.searchqa.dense import DenseRetriever
+
+        return DenseRetriever(corpus, device=device)
+    from agentenvs.searchqa.bm25 import BM25Retriever
+
+    return BM25Retriever(corpus)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agentenvs.searchqa.serve``: serve a retriever until Ctrl-C or SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agentenvs.searchqa.serve",
+        description="Serve SearchQA retrieval over HTTP (Search-R1's POST /retrieve API).",
+    )
+    parser.add_argument(
+        "--corpus", help="a JSONL corpus (default: $AGENTENVS_SEARCH_CORPUS or the embedded one)"
+    )
+    parser.add_argument("--retriever", choices=("bm25", "dense"), default="bm25")
+    parser.add_argument("--host", default="127.0.0.1", choices=LOOPBACK_HOSTS)
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-batch", type=int, default=64, help="queries per retrieve call")
+    parser.add_argument("--device", default=None, help="torch device for --retriever dense")
+    args = parser.parse_args(argv)
+    retriever = _make_retriever(args.retriever, args.corpus, args.device)
+    server = RetrievalServer(retriever, host=args.host, port=args.port, max_batch=args.max_batch)
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    server.start()
+    corpus = getattr(retriever, "corpus", None)
+    print(f"serving {server.url} ({args.retriever} over {corpus!r})", flush=True)
+    try:
+        while not stopped.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
