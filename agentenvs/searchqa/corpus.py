@@ -116,10 +116,13 @@ class Corpus:
         return max(map(len, self.contents), default=0)
 
     def write_jsonl(self, path: str | Path) -> None:
-        """Write :meth:`lines` to ``path`` (gzip when it ends in ``.gz``, with a zero timestamp)."""
+        """Write :meth:`lines` to ``path`` (gzip when it ends in ``.gz``, with no name and a zero timestamp)."""
         path = Path(path)
         if path.suffix == ".gz":
-            with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            with (
+                open(path, "wb") as raw,
+                gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz,
+            ):
                 for line in self.lines():
                     gz.write(line.encode("utf-8"))
         else:
