@@ -155,7 +155,7 @@ class SearchQAEnv(TextAgentEnv[str]):
             raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
-        if not isinstance(topk, int) or topk < 1:
+        if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
             raise ValueError(f"topk must be a positive integer, got {topk!r}")
         tasks = load_tasks(qa_path)
         self._tasks: dict[str, QATask] = {t.id: t for t in tasks}

@@ -30,7 +30,7 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,7 @@ class QATask:
     split: str = "train"
     hops: int | None = None
     family: str = ""
-    supporting_titles: tuple[str, ...] = field(default=())
+    supporting_titles: tuple[str, ...] = ()
     bridge: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
