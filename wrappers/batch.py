@@ -99,15 +99,20 @@ def _action_signature(action: Any, valid: bool) -> Hashable:
 
 
 def action_signature(step: Step) -> Hashable:
-    """What an action *did*, for matching: the command of a tagged LLM answer (its reasoning does not
-    count), the stripped text of a plain one, :data:`INVALID_ACTION` for any invalid action, and the
-    action itself (made hashable) when it is not text.
+    """What an action *did*, for matching: the env's ``Step.action_key`` where it gives one;
+    otherwise the command of a tagged LLM answer (its reasoning does not count), the stripped text
+    of a plain one, :data:`INVALID_ACTION` for any invalid action, and the action itself (made
+    hashable) when it is not text.
 
     >>> action_signature(Step("o", "<think>box is left</think><action>left</action>", -0.1))
     'left'
     >>> action_signature(Step("o", "I'd go left", -0.1, action_valid=False))
     '<invalid>'
+    >>> action_signature(Step("o", "<function=search>...", 0.0, action_key="search@."))
+    'search@.'
     """
+    if step.action_key is not None:
+        return step.action_key
     return _action_signature(step.action, step.action_valid)
 
 
@@ -281,6 +286,18 @@ def _cut(data: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[str]:
     return buf[:-1].tobytes().decode("ascii").split("\x00")
 
 
+def _with_env_keys(env_keys: list[Any], derived: Callable[[], list[Hashable]]) -> list[Hashable]:
+    """The env's action keys where given (``Step.action_key``), the ``derived`` ones elsewhere
+    (computed only when some step has no env key)."""
+    missing = env_keys.count(None)
+    if missing == 0:
+        return env_keys
+    keys = derived()
+    if missing == len(env_keys):
+        return keys
+    return [k if e is None else e for e, k in zip(env_keys, keys, strict=True)]
+
+
 def action_signatures(actions: Sequence[Any], valid: Sequence[bool]) -> list[Hashable]:
     """:func:`action_signature` of many actions at once (equal results, much faster on text).
 
@@ -356,7 +373,15 @@ def action_signatures(actions: Sequence[Any], valid: Sequence[bool]) -> list[Has
 
 
 #: The ``Step`` fields :func:`_scan` may read.
-_STEP_FIELDS = ("reward", "action_valid", "state_key", "next_state_key", "action", "cost")
+_STEP_FIELDS = (
+    "reward",
+    "action_valid",
+    "state_key",
+    "next_state_key",
+    "action",
+    "action_key",
+    "cost",
+)
 
 
 @cache
@@ -522,7 +547,7 @@ class StepBatch:
         if want_next:
             fields.append("next_state_key")
         if want_action and bulk:
-            fields.append("action")
+            fields += ["action", "action_key"]
         if want_cost:
             fields.append("cost")
         values = dict(zip(fields, _scan(trajectories, tuple(fields)), strict=True))
@@ -537,7 +562,9 @@ class StepBatch:
         if bulk:
             s_keys = values.get("state_key")
             if want_action:
-                action_keys = action_signatures(values["action"], valid)
+                action_keys = _with_env_keys(
+                    values["action_key"], lambda: action_signatures(values["action"], valid)
+                )
         else:
             s_keys, a_list = [], []
             for traj in trajectories:

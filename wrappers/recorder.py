@@ -57,14 +57,15 @@ class EpisodeRecorder:
 
     A step records the observation *before* the action, the action (the very object passed to
     ``step``: no copy, no conversion), reward, terminated, truncated, ``state_key`` (the previous
-    info's), ``next_state_key`` (this info's) and ``action_valid``. Success is ``info["won"]`` at
+    info's), ``next_state_key`` (this info's), ``action_valid`` and ``action_key`` (where the env
+    describes the action itself). Success is ``info["won"]`` at
     the last step (``terminated`` when the env gives no ``won``). ``info["cost"]``, where the env
     reports one, becomes ``Step.cost`` (otherwise the field's default). The info keys read are
     :attr:`INFO_KEYS`.
     """
 
     #: The ``info`` entries the recorder reads (a vector wrapper extracts these per sub-env).
-    INFO_KEYS = ("task_id", "state_key", "won", "action_valid", "cost")
+    INFO_KEYS = ("task_id", "state_key", "won", "action_valid", "action_key", "cost")
 
     def __init__(self) -> None:
         self.task_id: str | None = None
@@ -104,6 +105,7 @@ class EpisodeRecorder:
                 state_key=self._state_key,
                 next_state_key=next_key,
                 action_valid=bool(info.get("action_valid", True)),
+                action_key=info.get("action_key"),
                 cost=float(info.get("cost", 1.0)),
             )
         )

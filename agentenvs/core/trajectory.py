@@ -47,6 +47,9 @@ class Step:
             (``info["state_key"]`` of the previous reset/step).
         next_state_key: identity of the state the action led to (``info["state_key"]`` of this step).
         action_valid: the action parsed and was admissible in form (``info["action_valid"]``).
+        action_key: the env's own, hashable description of what the action did
+            (``info["action_key"]``, e.g. SWE's RTMC action signature ``view:full@core.py``);
+            ``None`` (most envs) means credit methods derive it from the action text.
         advantage: per-step advantage written by a credit wrapper; ``None`` until credited.
         extras: free slot for learners (token ids, log-probs) and env diagnostics; must hold values
             :func:`encode` understands to survive a JSON round trip.
@@ -64,6 +67,7 @@ class Step:
     state_key: Hashable = None
     next_state_key: Hashable = None
     action_valid: bool = True
+    action_key: Hashable = None
     advantage: float | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     cost: float = 1.0
