@@ -19,7 +19,8 @@ def _missing(*modules: str) -> bool:
     return any(importlib.util.find_spec(m) is None for m in modules)
 
 
-collect_ignore_glob = []
+# The SWE seed repositories are the embedded tasks' code under test, not ours to collect.
+collect_ignore_glob = ["agentenvs/swe/seeds/*"]
 if _missing("torch", "transformers", "tokenizers"):
     collect_ignore_glob.append("learners/llm/*.py")
 if _missing("torch", "stable_baselines3"):

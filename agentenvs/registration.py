@@ -15,6 +15,7 @@ ENV_IDS: dict[str, tuple[str, dict]] = {
     "agentenvs/WebShop-v0": ("agentenvs.webshop.env:WebShopEnv", {}),
     "agentenvs/WebShopBrowser-v0": ("agentenvs.webshop.browser:WebShopBrowserEnv", {}),
     "agentenvs/SearchQA-v0": ("agentenvs.searchqa.env:SearchQAEnv", {}),
+    "agentenvs/SWE-v0": ("agentenvs.swe.env:SWEEnv", {}),
 }
 
 

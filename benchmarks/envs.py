@@ -1,6 +1,6 @@
 """Environment speed: steps/s and resets/s, as ratios against references measured in the same run.
 
-    python benchmarks/envs.py            # Sokoban, ALFWorld, WebShop and SearchQA (when installed)
+    python benchmarks/envs.py            # Sokoban, ALFWorld, WebShop, SearchQA and SWE (when installed)
     python benchmarks/envs.py --no-reference   # skip building the gym-sokoban reference venv
 
 Sokoban figures:
@@ -168,6 +168,7 @@ def main() -> None:
     parser.add_argument("--skip-alfworld", action="store_true")
     parser.add_argument("--skip-webshop", action="store_true")
     parser.add_argument("--skip-searchqa", action="store_true")
+    parser.add_argument("--skip-swe", action="store_true")
     args = parser.parse_args()
     os.makedirs(OUT, exist_ok=True)
     sokoban(args)
@@ -194,6 +195,10 @@ def main() -> None:
             print(f"\n(SearchQA: {exc}; pip install -e '.[searchqa]'; skipped)")
         else:
             searchqa.main([])
+    if not args.skip_swe:
+        from benchmarks import swe
+
+        swe.main([])
 
 
 if __name__ == "__main__":

