@@ -32,7 +32,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
@@ -351,9 +351,10 @@ def load_swebench(
     repos = Path(repos_dir)
     tasks = []
     for row in _rows(path):
-        local = _local_repo(repos, row["repo"])
-        source = RepoSource("git", str(local), commit=row.get("base_commit", ""))
-        tasks.append(SWETask.from_dict({**row, "split": split}, source))
+        task = SWETask.from_dict({**row, "split": split})
+        local = _local_repo(repos, task.repo)
+        task.source = RepoSource("git", str(local), commit=task.base_commit)
+        tasks.append(task)
     return tasks
 
 
@@ -368,20 +369,16 @@ def load_swesmith(
     repos = Path(repos_dir)
     tasks = []
     for row in _rows(path):
-        repo = str(row["repo"]).removeprefix("swesmith/")
-        name, _, commit = repo.partition(".")
+        task = SWETask.from_dict(
+            {**row, "bug_patch": row.get("patch", ""), "patch": "", "split": split}
+        )
+        name, _, commit = task.repo.removeprefix("swesmith/").partition(".")
         local = _local_repo(repos, name.replace("__", "/"))
-        commit = row.get("base_commit") or commit or "HEAD"
-        hidden = sorted({i.split("::")[0] for i in _test_ids(row.get("FAIL_TO_PASS", []))})
-        source = RepoSource("git", str(local), commit=commit, hidden="git")
-        record = {**row, "bug_patch": row.get("patch", ""), "patch": "", "split": split}
-        record["test_files_hidden"] = hidden
-        tasks.append(SWETask.from_dict(record, source))
+        commit = task.base_commit or commit or "HEAD"
+        task.test_files_hidden = sorted({i.split("::")[0] for i in task.FAIL_TO_PASS})
+        task.source = RepoSource("git", str(local), commit=commit, hidden="git")
+        tasks.append(task)
     return tasks
-
-
-def _test_ids(value: str | Iterable[str]) -> list[str]:
-    return list(json.loads(value) if isinstance(value, str) else value)
 
 
 def embedded_tasks(split: str | None = None) -> list[SWETask]:
@@ -400,11 +397,3 @@ def _embedded() -> tuple[SWETask, ...]:
         source = RepoSource("seed", row["repo"], hidden="seed")
         tasks.append(SWETask.from_dict(row, source))
     return tuple(sorted(tasks, key=lambda t: t.instance_id))
-
-
-def _check_unique(tasks: Sequence[SWETask]) -> None:
-    seen: set[str] = set()
-    for t in tasks:
-        if t.instance_id in seen:
-            raise ValueError(f"duplicate instance_id {t.instance_id!r}")
-        seen.add(t.instance_id)
