@@ -9,8 +9,8 @@ Figures (medians; each row names what it is compared with):
   target is an overhead under 10 ms;
 * ``SWE-v0`` reset (a fresh workspace copy of the task's snapshot, cached) against a bare
   ``shutil.copytree`` of the same snapshot, and the first reset of a task (snapshot build);
-* a task's graded test run (its FAIL_TO_PASS and PASS_TO_PASS tests) in the sandbox against the
-  same pytest command as a bare subprocess in a copy of the workspace;
+* a task's graded test run (its FAIL_TO_PASS and PASS_TO_PASS tests, its own test command) in the
+  sandbox against the same pytest command as a bare subprocess in a copy of the workspace;
 * env steps: ``execute_bash`` and a file_editor ``view`` through ``SWEEnv.step``;
 * 8 concurrent sandboxes (threads, one workspace each, the test run above): throughput against
   running the same 8 runs one after the other.
@@ -78,7 +78,7 @@ def command_overhead(n: int) -> None:
 def resets(n: int) -> None:
     print("\nSWE-v0 reset (embedded test split)")
     tasks = embedded_tasks("test")
-    env = SWEEnv(tasks, split="test")
+    env = SWEEnv(tasks, split="test", max_steps=10**6)
     with tempfile.TemporaryDirectory() as cache:
         start = time.perf_counter()
         prepare(tasks[0], Path(cache))
@@ -132,10 +132,11 @@ def test_runs(n: int, workers: int) -> None:
     print(f"\nGraded test run ({len(ids)} tests of {task.instance_id}, {box.kind} sandbox)")
 
     def sandboxed(ws: Workspace) -> None:
-        run_tests(lambda c, w, t: box.run(c, w, timeout=t, merge_stderr=True), ws.path, ids)
+        run = lambda c, w, t: box.run(c, w, timeout=t, merge_stderr=True)  # noqa: E731
+        run_tests(run, ws.path, ids, command=task.test_command)
 
     def bare(ws: Workspace) -> None:
-        run_tests(_bare_runner, ws.path, ids)
+        run_tests(_bare_runner, ws.path, ids, command=task.test_command)
 
     with Workspace(ready.snapshot) as ws:
         row(

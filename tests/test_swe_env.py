@@ -289,8 +289,9 @@ def test_the_panel_splits_by_repository():
 
 
 def test_rtmc_merges_equivalent_states_across_a_group(textkit_task):
-    """Four scripted rollouts of the golden task: two reach the same state by viewing the file with
-    file_editor and with ``cat`` in different orders; RTMC pools them (docs/swe.md, RTMC)."""
+    """Four scripted rollouts of the golden task: three reach the same state by viewing and
+    searching the file in either order, with file_editor or with ``cat``; RTMC pools them
+    (docs/swe.md, RTMC signatures)."""
     core = "/testbed/textkit/core.py"
     view = call("file_editor", command="view", path=core)
     search = call("search", search_term="range", path="/testbed/textkit")
@@ -308,9 +309,10 @@ def test_rtmc_merges_equivalent_states_across_a_group(textkit_task):
         old_str="range(1, len(seq), n)",
         new_str="range(2, len(seq), n)",
     )
+    cat = call("execute_bash", cmd="cat textkit/core.py")
     finish = call("finish", command="submit")
     scripts = [[view, search, fix, finish], [search, view, fix, finish], [view, wrong, finish],
-               [search, view, wrong, finish]]  # fmt: skip
+               [search, cat, wrong, finish]]  # fmt: skip
     env = RolloutTreeCreditWrapper(
         SWEEnv([textkit_task], split="test"), group_size=4, config=RTMCConfig(gamma=1.0)
     )
@@ -324,7 +326,12 @@ def test_rtmc_merges_equivalent_states_across_a_group(textkit_task):
     env.close()
     assert [t.success for t in credited] == [True, True, False, False]
     keys = [[s.state_key for s in t.steps] for t in credited]
-    assert keys[0][2] == keys[1][2]  # view+search in either order: one state
+    assert keys[0][2] == keys[1][2] == keys[3][2]  # view+search in either order, either tool
+    assert (
+        credited[3].steps[1].action_key
+        == credited[0].steps[0].action_key
+        == "view:full@textkit/core.py"
+    )
     batch = StepBatch.from_trajectories(credited)
     diag = diagnostics(batch, RTMCConfig(gamma=1.0))
     fix_step = int(batch.offsets[0]) + 2
