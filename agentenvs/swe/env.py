@@ -44,7 +44,7 @@ from agentenvs.core import TaskPanel, TextAgentEnv
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.spaces import TextSpace
 from agentenvs.swe import mini, r2e
-from agentenvs.swe.calls import CommandResult
+from agentenvs.swe.calls import CommandResult, FileChange, ToolCall
 from agentenvs.swe.grading import Grade, grade
 from agentenvs.swe.prompts import (
     MINI_INSTANCE_PROMPT,
@@ -162,6 +162,7 @@ class SWEEnv(TextAgentEnv[str]):
         self._sig = SignatureState(self.signature)
         self._obs = ""
         self._last: dict[str, Any] = {}
+        self._hashes: dict[str, str] = {}
         self._grade: Grade | None = None
         self._finished = False
         self._refused = False
@@ -173,6 +174,7 @@ class SWEEnv(TextAgentEnv[str]):
         self.task = self._tasks[task_id]
         self._prepared = prepare(self.task)
         self._workspace = Workspace(self._prepared.snapshot)
+        self._hashes = self._workspace.file_hashes()  # the workspace after the last step
         tools = r2e.R2ETools if self.toolset == "r2e" else mini.MiniTools
         self._tools = tools(
             self._workspace.path, self._run, timeout=self.command_timeout, compat=self.compat
@@ -200,9 +202,11 @@ class SWEEnv(TextAgentEnv[str]):
 
     def _apply(self, command: str) -> tuple[float, bool]:
         assert self._workspace is not None and self._tools is not None
-        before = self._workspace.file_hashes()
         outcome = self._tools.step(command)
-        changes = Workspace.changes(before, self._workspace.file_hashes())
+        changes: tuple[FileChange, ...] = ()
+        if _may_write(outcome.call):
+            before, self._hashes = self._hashes, self._workspace.file_hashes()
+            changes = Workspace.changes(before, self._hashes)
         call = dataclasses.replace(outcome.call, fs_changes=changes)
         self._obs = self._with_budget(outcome.observation)
         self._last = {
@@ -349,6 +353,15 @@ class SWEEnv(TextAgentEnv[str]):
 
     def _render_text(self) -> str:
         return f"[{self.task_id} step {self._steps}]\n{self._obs}"
+
+
+def _may_write(call: ToolCall) -> bool:
+    """Whether ``call`` can have changed workspace files (a shell command or an editor edit)."""
+    if not call.valid:
+        return False
+    return call.name == "execute_bash" or (
+        call.name == "file_editor" and call.arguments.get("command") != "view"
+    )
 
 
 def _first_line(text: str) -> str:

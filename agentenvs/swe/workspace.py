@@ -127,6 +127,7 @@ class Workspace:
         root = tempfile.mkdtemp(prefix="agentenvs-swe-", dir=parent)
         self._finalizer = weakref.finalize(self, _remove_tree, root)
         self.path = Path(root)
+        self._hash_cache: dict[str, tuple[tuple[int, ...], str]] = {}
         try:
             shutil.copytree(self.source, root, symlinks=True, dirs_exist_ok=True)
         except BaseException:
@@ -163,18 +164,30 @@ class Workspace:
 
         Regular files are hashed by content, symbolic links by their target string; other file
         types (FIFOs, sockets) and unreadable files are left out, as are top-level names in
-        ``exclude`` (default: ``.git``).
+        ``exclude`` (default: ``.git``). A file whose inode, size, modification and change times
+        and mode are those of the previous call is not read again (the change time cannot be set
+        back by a process, so a rewrite is always seen).
         """
         hashes: dict[str, str] = {}
+        seen: dict[str, tuple[tuple[int, ...], str]] = {}
         for rel, entry in _walk(str(self.path), exclude):
             try:
-                if entry.is_symlink():
-                    target = os.readlink(entry.path)
-                    hashes[rel] = hashlib.sha1(os.fsencode(target)).hexdigest()
+                st = entry.stat(follow_symlinks=False)
+                stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+                cached = self._hash_cache.get(rel)
+                if cached is not None and cached[0] == stamp:
+                    digest = cached[1]
+                elif entry.is_symlink():
+                    digest = hashlib.sha1(os.fsencode(os.readlink(entry.path))).hexdigest()
                 elif entry.is_file(follow_symlinks=False):
-                    hashes[rel] = _sha1_file(entry.path)
+                    digest = _sha1_file(entry.path)
+                else:
+                    continue
             except OSError:
                 continue
+            hashes[rel] = digest
+            seen[rel] = (stamp, digest)
+        self._hash_cache = seen
         return hashes
 
     @staticmethod
