@@ -12,6 +12,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.swe.env import SWEEnv
@@ -22,68 +23,6 @@ from wrappers.batch import StepBatch
 from wrappers.rtmc import RTMCConfig, diagnostics
 
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
-
-CORE = '''def clamp(x, lo, hi):
-    """Limit x to the closed interval [lo, hi]."""
-    if x < lo:
-        return lo
-    if x > hi:
-        return hi
-    return x
-
-
-def chunk(seq, n):
-    """Split seq into consecutive pieces of length n (the last may be shorter)."""
-    if n <= 0:
-        raise ValueError("n must be positive")
-    return [seq[i:i + n] for i in range(0, len(seq), n)]
-'''
-TESTS = """import pytest
-
-from textkit.core import chunk, clamp
-
-
-def test_clamp_low():
-    assert clamp(-1, 0, 10) == 0
-
-
-def test_clamp_high():
-    assert clamp(11, 0, 10) == 10
-
-
-def test_clamp_inside():
-    assert clamp(5, 0, 10) == 5
-
-
-def test_chunk_even():
-    assert chunk([1, 2, 3, 4], 2) == [[1, 2], [3, 4]]
-
-
-def test_chunk_uneven():
-    assert chunk([1, 2, 3], 2) == [[1, 2], [3]]
-
-
-def test_chunk_bad_n():
-    with pytest.raises(ValueError):
-        chunk([1], 0)
-"""
-BUG_PATCH = """diff --git a/textkit/core.py b/textkit/core.py
---- a/textkit/core.py
-+++ b/textkit/core.py
-@@ -11,4 +11,4 @@ def chunk(seq, n):
-     \"\"\"Split seq into consecutive pieces of length n (the last may be shorter).\"\"\"
-     if n <= 0:
-         raise ValueError("n must be positive")
--    return [seq[i:i + n] for i in range(0, len(seq), n)]
-+    return [seq[i:i + n] for i in range(1, len(seq), n)]
-"""
-F2P = ["tests/test_core.py::test_chunk_even", "tests/test_core.py::test_chunk_uneven"]
-P2P = [
-    "tests/test_core.py::test_clamp_low",
-    "tests/test_core.py::test_clamp_high",
-    "tests/test_core.py::test_clamp_inside",
-    "tests/test_core.py::test_chunk_bad_n",
-]
 
 
 def call(name: str, **params: str) -> str:

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS
 
 from agentenvs.swe import generate
 from agentenvs.swe.grading import grade, is_pass, run_tests
@@ -20,65 +21,6 @@ from agentenvs.swe.mutate import OPERATORS, apply, candidates, is_test_file
 from agentenvs.swe.snapshot import SEEDS_DIR, build_snapshot, git_diff, seed_names, unified_diff
 from agentenvs.swe.statements import COMMAND, failure_section, parse_failure, write_statement
 
-CORE = '''def clamp(x, lo, hi):
-    """Limit x to the closed interval [lo, hi]."""
-    if x < lo:
-        return lo
-    if x > hi:
-        return hi
-    return x
-
-
-def chunk(seq, n):
-    """Split seq into consecutive pieces of length n (the last may be shorter)."""
-    if n <= 0:
-        raise ValueError("n must be positive")
-    return [seq[i:i + n] for i in range(0, len(seq), n)]
-'''
-TESTS = """import pytest
-
-from textkit.core import chunk, clamp
-
-
-def test_clamp_low():
-    assert clamp(-1, 0, 10) == 0
-
-
-def test_clamp_high():
-    assert clamp(11, 0, 10) == 10
-
-
-def test_clamp_inside():
-    assert clamp(5, 0, 10) == 5
-
-
-def test_chunk_even():
-    assert chunk([1, 2, 3, 4], 2) == [[1, 2], [3, 4]]
-
-
-def test_chunk_uneven():
-    assert chunk([1, 2, 3], 2) == [[1, 2], [3]]
-
-
-def test_chunk_bad_n():
-    with pytest.raises(ValueError):
-        chunk([1], 0)
-"""
-BUG_PATCH = '''diff --git a/textkit/core.py b/textkit/core.py
---- a/textkit/core.py
-+++ b/textkit/core.py
-@@ -11,4 +11,4 @@ def chunk(seq, n):
-     """Split seq into consecutive pieces of length n (the last may be shorter)."""
-     if n <= 0:
-         raise ValueError("n must be positive")
--    return [seq[i:i + n] for i in range(0, len(seq), n)]
-+    return [seq[i:i + n] for i in range(1, len(seq), n)]
-'''
-T = "tests/test_core.py::"
-F2P = [T + "test_chunk_even", T + "test_chunk_uneven"]
-P2P = [
-    T + n for n in ("test_clamp_low", "test_clamp_high", "test_clamp_inside", "test_chunk_bad_n")
-]
 #: One source that every operator family can mutate.
 ALL_FAMILIES = '''"""Doc."""
 

@@ -7,6 +7,7 @@ import random
 import subprocess
 
 import pytest
+from swe_golden import BUGGY_CORE as CORE
 
 from agentenvs.swe import mini, r2e
 from agentenvs.swe.calls import CommandResult
@@ -31,21 +32,6 @@ from agentenvs.swe.r2e import (
     search,
 )
 
-CORE = '''def clamp(x, lo, hi):
-    """Limit x to the closed interval [lo, hi]."""
-    if x < lo:
-        return lo
-    if x > hi:
-        return hi
-    return x
-
-
-def chunk(seq, n):
-    """Split seq into consecutive pieces of length n (the last may be shorter)."""
-    if n <= 0:
-        raise ValueError("n must be positive")
-    return [seq[i:i + n] for i in range(1, len(seq), n)]
-'''
 CORE_PATH = "/testbed/textkit/core.py"
 
 

@@ -211,6 +211,19 @@ class MiniPrompt(AgentPrompt):
         return f"THOUGHT: next step.\n\n```bash\n{command}\n```".removeprefix(self.response_prefix)
 
 
+def _compact(
+    memory: EpisodeMemory,
+    observation: Any,
+    info: dict[str, Any],
+    prompt: R2EPrompt | MiniPrompt,
+    instruction: str,
+) -> str:
+    """The compact prompts' layout: the issue, the last turns, then the one-line ``instruction``."""
+    steps = transcript(memory, observation, prompt.history_length, prompt.max_observation_chars)
+    parts = (f"Fix this issue in /testbed:\n{_problem(info)}", steps, instruction)
+    return "\n\n".join(part for part in parts if part)
+
+
 @dataclass
 class CompactR2EPrompt(R2EPrompt):
     """A short r2e prompt for small models: the issue, the last observation, the call syntax."""
@@ -220,17 +233,14 @@ class CompactR2EPrompt(R2EPrompt):
     max_observation_chars: int = 1500
 
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
-        steps = transcript(memory, observation, self.history_length, self.max_observation_chars)
-        return "\n\n".join(
-            part
-            for part in (
-                f"Fix this issue in /testbed:\n{_problem(info)}",
-                steps,
-                "Tools: file_editor(command, path, ...), search(search_term, path), "
-                "execute_bash(cmd), finish(command=submit). Answer with one call:\n"
-                "<function=execute_bash>\n<parameter=cmd>ls</parameter>\n</function>",
-            )
-            if part
+        return _compact(
+            memory,
+            observation,
+            info,
+            self,
+            "Tools: file_editor(command, path, ...), search(search_term, path), "
+            "execute_bash(cmd), finish(command=submit). Answer with one call:\n"
+            "<function=execute_bash>\n<parameter=cmd>ls</parameter>\n</function>",
         )
 
 
@@ -243,14 +253,11 @@ class CompactMiniPrompt(MiniPrompt):
     max_observation_chars: int = 1500
 
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
-        steps = transcript(memory, observation, self.history_length, self.max_observation_chars)
-        return "\n\n".join(
-            part
-            for part in (
-                f"Fix this issue in /testbed:\n{_problem(info)}",
-                steps,
-                "Answer with one command in a ```bash block. Submit with: "
-                "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
-            )
-            if part
+        return _compact(
+            memory,
+            observation,
+            info,
+            self,
+            "Answer with one command in a ```bash block. Submit with: "
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
         )

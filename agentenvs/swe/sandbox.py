@@ -265,7 +265,6 @@ class Sandbox(ABC):
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
 
-    @abstractmethod
     def run(
         self,
         command: str,
@@ -276,7 +275,7 @@ class Sandbox(ABC):
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         """Run ``bash -c command`` in ``workspace`` (seen as ``/testbed`` where the sandbox can map
-        it) and return what it did.
+        it) and return what it did; a workspace already over its size cap is refused.
 
         Args:
             command: the shell command.
@@ -286,6 +285,22 @@ class Sandbox(ABC):
             merge_stderr: send standard error into ``stdout`` (in order); ``stderr`` is empty.
             env: extra environment variables on top of the sandbox's minimal environment.
         """
+        workspace = os.path.realpath(workspace)
+        refused = self._refusal(workspace)
+        if refused is not None:
+            return refused
+        return self._execute(command, workspace, timeout, merge_stderr, env or {})
+
+    @abstractmethod
+    def _execute(
+        self,
+        command: str,
+        workspace: str,
+        timeout: float,
+        merge_stderr: bool,
+        env: Mapping[str, str],
+    ) -> CommandResult:
+        """:meth:`run` once the workspace passed the size check (``workspace`` is a real path)."""
 
     def close(self) -> None:  # noqa: B027 - an optional hook: nothing to release by default
         """Release what the sandbox holds (containers, temporary directories)."""
@@ -366,19 +381,14 @@ class _ProcessSandbox(Sandbox):
         """Kill what the command left behind once it finished or was killed."""
         _killpg(process.pid)
 
-    def run(
+    def _execute(
         self,
         command: str,
-        workspace: str | os.PathLike[str],
-        *,
-        timeout: float = 60.0,
-        merge_stderr: bool = False,
-        env: Mapping[str, str] | None = None,
+        workspace: str,
+        timeout: float,
+        merge_stderr: bool,
+        env: Mapping[str, str],
     ) -> CommandResult:
-        workspace = os.path.realpath(workspace)
-        refused = self._refusal(workspace)
-        if refused is not None:
-            return refused
         argv, cwd, environment = self._popen_args(command, workspace, env, timeout)
         start = time.perf_counter()
         process = subprocess.Popen(
@@ -797,23 +807,18 @@ class DockerSandbox(Sandbox):
         except Exception:  # any engine error: fall back to a restart
             self._container.restart(timeout=0)
 
-    def run(
+    def _execute(
         self,
         command: str,
-        workspace: str | os.PathLike[str],
-        *,
-        timeout: float = 60.0,
-        merge_stderr: bool = False,
-        env: Mapping[str, str] | None = None,
+        workspace: str,
+        timeout: float,
+        merge_stderr: bool,
+        env: Mapping[str, str],
     ) -> CommandResult:
-        workspace = os.path.realpath(workspace)
-        refused = self._refusal(workspace)
-        if refused is not None:
-            return refused
         container = self._container_for(workspace)
         start = time.perf_counter()
         api = self.client.api
-        environment = {"PAGER": "cat", "TQDM_DISABLE": "1", **(env or {})}
+        environment = {"PAGER": "cat", "TQDM_DISABLE": "1", **env}
         exec_id = api.exec_create(
             container.id,
             ["bash", "-c", command],
