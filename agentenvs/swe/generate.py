@@ -48,6 +48,7 @@ from agentenvs.swe.grading import DEFAULT_TEST_COMMAND, is_pass, run_tests
 from agentenvs.swe.mutate import OPERATORS, Mutation, apply, candidates, is_test_file
 from agentenvs.swe.snapshot import SEEDS_DIR, build_snapshot, seed_names, unified_diff
 from agentenvs.swe.statements import COMMAND, write_statement
+from agentenvs.swe.task import PANEL_PATH
 
 __all__ = [
     "MAX_F2P",
@@ -65,8 +66,6 @@ __all__ = [
     "task_id",
 ]
 
-#: The shipped panel.
-PANEL_PATH = Path(__file__).with_name("data") / "tasks.jsonl.gz"
 #: Held-out repositories (split ``test``); every other seed is ``train``.
 TEST_REPOS = ("cachebox", "pathget", "unitkit")
 #: Tasks kept per repository at most.
