@@ -278,3 +278,22 @@ def test_rtmc_merges_equivalent_states_across_a_group(textkit_task):
     adv = [t.advantages for t in credited]
     assert adv[0][2] > 0 > adv[3][2]  # the right edit beats the wrong one at the shared state
     assert np.isfinite(np.concatenate(adv)).all()
+
+
+def test_abuse_is_reported_in_the_observation_and_the_next_episode_works(textkit_task):
+    env = SWEEnv([textkit_task], split="test", command_timeout=2)
+    try:
+        env.reset()
+        obs, *_, info = env.step(call("execute_bash", cmd=":(){ :|:& };: ; sleep 10"))
+        assert info["timed_out"] or "processes: command killed" in obs, obs
+        obs, *_ = env.step(call("execute_bash", cmd="head -c 3000000 /dev/zero | tr '\\0' a"))
+        assert "[output truncated at 1 MiB]" in obs
+        obs, *_ = env.step(call("execute_bash", cmd="cat /etc/shadow"))
+        assert obs.startswith("Exit code: 1") and "No such file or directory" in obs
+        obs, *_ = env.step(call("execute_bash", cmd="ls -A ~ /root; ls /tmp"))
+        assert ".cache" not in obs and "agentenvs-swe-" not in obs  # host home and /tmp unseen
+        env.reset()
+        obs, *_ = env.step(call("execute_bash", cmd="python -m pytest -q tests"))
+        assert "2 failed, 4 passed" in obs
+    finally:
+        env.close()
