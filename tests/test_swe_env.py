@@ -129,6 +129,11 @@ def test_invalid_calls_count_and_explain(env):
     assert (reward, terminated, truncated, info["action_valid"]) == (0.0, False, False, False)
     assert info["step"] == 1 and info["action_key"] == "invalid"
     assert info["state_key"] == "FLAGS(think=0,test_pass=0,test_fail=0)"
+    obs, *_, info = env.step("")
+    assert "YOU MUST USE A FUNCTION CALL" in obs and not info["action_valid"]
+    obs, *_, info = env.step(12)  # not text
+    assert obs.startswith("Invalid action: the action must be text") and not info["action_valid"]
+    assert info["step"] == 3
 
 
 def test_step_limit_truncates_with_zero_and_can_grade(textkit_task):

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.core import TaskPanel, TextAgentEnv
+from agentenvs.core.parsing import ParsedAction
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.spaces import TextSpace
 from agentenvs.swe import mini, r2e
@@ -195,10 +196,20 @@ class SWEEnv(TextAgentEnv[str]):
         self._refused = self._refused or result.refused
         return result
 
+    def _parse(self, action: object) -> ParsedAction:
+        """Any text goes to the toolset (an empty or call-less response gets its format message
+        there); an action that is not text is invalid."""
+        if isinstance(action, str):
+            self._format_ok, self._format_reason = True, ""
+            return ParsedAction(action, True)
+        return super()._parse(action)
+
     def _observation(self, feedback: str) -> str:
-        """The toolset's observation; characters outside the Basic Multilingual Plane (rare in
-        command output: emoji) read as U+FFFD, and it is cut to ``MAX_OBSERVATION_CHARS``."""
-        return _OUTSIDE_BMP.sub("\ufffd", self._obs)[:MAX_OBSERVATION_CHARS]
+        """The toolset's observation (``feedback`` for an action that is not text); characters
+        outside the Basic Multilingual Plane (rare in command output: emoji) read as U+FFFD, and
+        it is cut to ``MAX_OBSERVATION_CHARS``."""
+        text = feedback or self._obs
+        return _OUTSIDE_BMP.sub("\ufffd", text)[:MAX_OBSERVATION_CHARS]
 
     def _apply(self, command: str) -> tuple[float, bool]:
         assert self._workspace is not None and self._tools is not None
