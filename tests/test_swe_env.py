@@ -12,6 +12,8 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS
 
 import agentenvs  # noqa: F401  (registers the ids)
@@ -302,3 +304,35 @@ def test_abuse_is_reported_in_the_observation_and_the_next_episode_works(textkit
         assert "2 failed, 4 passed" in obs
     finally:
         env.close()
+
+
+FRAGMENTS = st.sampled_from(
+    ["<function=", "<function=file_editor>", "<function=search>", "<function=execute_bash>",
+     "<function=finish>", "</function>", "<parameter=command>", "<parameter=path>",
+     "<parameter=cmd>", "<parameter=view_range>", "<parameter=old_str>", "<parameter=new_str>",
+     "<parameter=insert_line>", "<parameter=search_term>", "</parameter>", "view", "create",
+     "str_replace", "insert", "undo_edit", "/testbed/textkit/core.py", "/testbed", "../../etc",
+     "/etc/passwd", "[1, 3]", "[-5, 99]", "0", "-1", "ls", "range", "```bash\n", "\n```", "\n"]
+)  # fmt: skip
+CALLISH = st.lists(st.one_of(FRAGMENTS, st.text(max_size=6)), max_size=14).map("".join)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@given(action=CALLISH)
+def test_fuzzed_calls_never_raise(fuzz_env, action):
+    """Call-like fragments and random text, both toolsets: never an exception, always an
+    observation in the space and an action key."""
+    env = fuzz_env
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert env.observation_space.contains(obs) and isinstance(info["action_key"], str)
+    assert reward in (0.0, 1.0) and info["step"] >= 1
+    if terminated or truncated:
+        env.reset()
+
+
+@pytest.fixture(scope="module", params=["r2e", "mini"])
+def fuzz_env(request, textkit_task):
+    env = SWEEnv([textkit_task], split="test", toolset=request.param, command_timeout=5)
+    env.reset()
+    yield env
+    env.close()
