@@ -709,11 +709,11 @@ def test_real_subprocess_runner(repo):
         "Exit code: 3\nExecution output of [execute_bash]:\nError executing command:\n\n"
         "[STDOUT]\n\n__init__.py\ncore.py \n\n[STDERR]\n\noops\n"
     )
-    step = MiniTools(repo, run).step("```bash\ncat textkit/__init__.py\n```")
+    step = MiniTools(run).step("```bash\ncat textkit/__init__.py\n```")
     assert step.observation == (
         "<returncode>0</returncode>\n<output>\nfrom .core import chunk, clamp\n</output>"
     )
-    step = MiniTools(repo, run).step(
+    step = MiniTools(run).step(
         "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git --version >/dev/null\n```"
     )
     assert step.finished and step.call.name == "finish"
@@ -733,7 +733,7 @@ def test_parse_bash_block_counts():
 
 def test_mini_format_error(repo):
     runner = FakeRunner()
-    step = MiniTools(repo, runner).step("```bash\nls\n```\n```bash\npwd\n```")
+    step = MiniTools(runner).step("```bash\nls\n```\n```bash\npwd\n```")
     assert runner.calls == [] and not step.call.valid and step.call.name == ""
     assert step.observation == (
         "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n\n"
@@ -743,7 +743,7 @@ def test_mini_format_error(repo):
         "If you have completed your assignment, please consult the first message about how to\n"
         "submit your solution (you will not be able to continue working on this task after that)."
     )
-    assert MiniTools(repo, runner).step("no block").observation == FORMAT_ERROR.format(n=0)
+    assert MiniTools(runner).step("no block").observation == FORMAT_ERROR.format(n=0)
 
 
 def test_mini_output_layouts():
@@ -818,7 +818,7 @@ def test_submission_detection(repo):
         CommandResult(0, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\ndiff --git a/x b/x\n"),
         CommandResult(1, "", "error: no repo\n"),
     )
-    tools = MiniTools(repo, runner, timeout=180)
+    tools = MiniTools(runner, timeout=180)
     submit = "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"
     step = tools.step(submit)
     assert step.finished and step.call.name == "finish" and step.call.valid
@@ -835,7 +835,7 @@ def test_mini_timeout_step(repo):
     runner = FakeRunner(
         CommandResult(124, "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n", timed_out=True)
     )
-    step = MiniTools(repo, runner).step("```bash\nsleep 100\n```")
+    step = MiniTools(runner).step("```bash\nsleep 100\n```")
     assert step.timed_out and not step.finished
     assert step.observation.startswith("The last command <command>sleep 100</command> timed out")
 
@@ -899,7 +899,7 @@ def test_fuzz_parsers_and_steps(repo):
     rng = random.Random(1234)
     r2e_tools = R2ETools(repo, FakeRunner())
     compat_tools = R2ETools(repo, FakeRunner(), compat=True)
-    mini_tools = MiniTools(repo, FakeRunner())
+    mini_tools = MiniTools(FakeRunner())
     for _ in range(2000):
         response = "".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(0, 14)))
         for compat in (False, True):

@@ -176,10 +176,12 @@ class SWEEnv(TextAgentEnv[str]):
         self._prepared = prepare(self.task)
         self._workspace = Workspace(self._prepared.snapshot)
         self._hashes = self._workspace.file_hashes()  # the workspace after the last step
-        tools = r2e.R2ETools if self.toolset == "r2e" else mini.MiniTools
-        self._tools = tools(
-            self._workspace.path, self._run, timeout=self.command_timeout, compat=self.compat
-        )
+        if self.toolset == "r2e":
+            self._tools = r2e.R2ETools(
+                self._workspace.path, self._run, timeout=self.command_timeout, compat=self.compat
+            )
+        else:
+            self._tools = mini.MiniTools(self._run, timeout=self.command_timeout)
         self._sig = SignatureState(self.signature)
         template = R2E_INSTANCE_PROMPT if self.toolset == "r2e" else MINI_INSTANCE_PROMPT
         self._obs = template.format(problem_statement=issue_text(self.task.problem_statement))

@@ -26,7 +26,6 @@ a.py
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from agentenvs.swe.calls import CommandResult, ToolCall
 from agentenvs.swe.r2e import Runner, ToolStep
@@ -139,29 +138,14 @@ def output_observation(result: CommandResult, *, command: str = "") -> str:
 
 
 class MiniTools:
-    """The ``mini`` toolset: run the response's bash block through ``run``.
+    """The ``mini`` toolset: run the response's bash block through ``run`` (``timeout`` seconds).
 
-    The constructor mirrors :class:`~agentenvs.swe.r2e.R2ETools` so both toolsets are built alike;
-    ``root``, ``compat``, ``python_only`` and ``auto_concise`` change nothing here (the protocol has
-    no file tools and no compatibility switches).
+    The protocol has no file tools and no compatibility switches, so it needs no workspace path.
     """
 
-    def __init__(
-        self,
-        root: Path,
-        run: Runner,
-        *,
-        timeout: float = 60.0,
-        compat: bool = False,
-        python_only: bool | None = None,
-        auto_concise: bool | None = None,
-    ) -> None:
-        self.root = Path(root)
+    def __init__(self, run: Runner, *, timeout: float = 60.0) -> None:
         self.run = run
         self.timeout = timeout
-        self.compat = compat
-        self.python_only = python_only
-        self.auto_concise = auto_concise
 
     def step(self, response: str) -> ToolStep:
         """Parse ``response``, run its command and wrap the output.
