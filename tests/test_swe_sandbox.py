@@ -93,6 +93,16 @@ def sleepers(tag: str) -> list:
     return found
 
 
+def tagged(tag: str) -> int:
+    """How many host processes carry ``tag`` in their command line (forks of a ``bash -c``
+    command keep its text); counting the whole host would be at the mercy of other work."""
+    count = 0
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(tag in part for part in proc.info["cmdline"] or ()):
+            count += 1
+    return count
+
+
 def wait_until(predicate, seconds: float = 5.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -296,21 +306,23 @@ def test_fork_bomb_that_returns(kind: str, workspace: Workspace) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         box = make_sandbox(kind, LIMITS)
-    baseline = len(psutil.pids())
-    result = box.run(":(){ :|:& };:", workspace, timeout=3)
-    assert result.seconds < 10
-    assert wait_until(lambda: len(psutil.pids()) <= baseline + 20, 15), len(psutil.pids())
+    tag = f"bomb-{os.getpid()}-{kind}"
+    result = box.run(f":(){{ :|:& }};: # {tag}", workspace, timeout=3)
+    # As root (CI) nothing caps the local bomb's processes until the run kills its group: the
+    # bomb competes with the caller for the CPU meanwhile, so allow more time there.
+    assert result.seconds < (10 if box.isolated else 60)
+    assert wait_until(lambda: tagged(tag) == 0, 15), tagged(tag)
     assert_healthy(box, workspace)
     box.close()
 
 
 def test_fork_bomb_that_stays(bwrap: Sandbox, workspace: Workspace) -> None:
     """A bomb that keeps the shell alive is killed at the process cap (or the timeout)."""
-    baseline = len(psutil.pids())
-    result = bwrap.run(":(){ :|:& };:; sleep 60", workspace, timeout=3)
+    tag = f"bomb-{os.getpid()}-stays"
+    result = bwrap.run(f":(){{ :|:& }};: ; sleep 60 # {tag}", workspace, timeout=3)
     assert result.exit_code in (137, TIMEOUT_EXIT_CODE)
     assert result.timed_out or "[more than 512 processes: command killed]" in result.stderr
-    assert wait_until(lambda: len(psutil.pids()) <= baseline + 20, 15), len(psutil.pids())
+    assert wait_until(lambda: tagged(tag) == 0, 15), tagged(tag)
     assert_healthy(bwrap, workspace)
 
 
@@ -344,7 +356,9 @@ def test_filling_the_disk_is_stopped_then_refused(sandbox: Sandbox, workspace: W
     result = sandbox.run(command, workspace, timeout=30)
     assert result.exit_code == 137 and not result.timed_out
     assert result.stderr.endswith("[workspace over 48 MiB: command killed]\n")
-    assert tree_bytes(workspace.path) < LIMITS.workspace_bytes + 15 * 2**20
+    # The watchdog measures every 0.1 s or more (longer on a loaded machine): the writer gets
+    # a few more files in before the kill, far short of the 1,000 MB it would write.
+    assert tree_bytes(workspace.path) < LIMITS.workspace_bytes + 64 * 2**20
     refused = sandbox.run("echo never", workspace)
     assert refused.refused and refused.exit_code == 1 and refused.stdout == ""
     assert "workspace over 48 MiB" in refused.stderr
