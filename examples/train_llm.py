@@ -38,7 +38,7 @@ import gymnasium as gym
 
 import agentenvs
 from learners.llm.config import EVAL_MODES, TrainConfig
-from wrappers import METHODS, CreditWrapper, VectorCreditWrapper
+from wrappers import METHODS, CreditWrapper, VectorCreditWrapper, make_config
 
 #: The main job's env; with it, ``--model tiny`` / ``smollm2`` get the recipe below.
 MAIN_JOB_ENV = "agentenvs/Sokoban-v0"
@@ -126,6 +126,19 @@ def parse_args() -> argparse.Namespace:
     )
     p.add_argument("--max-steps", type=int, default=None, help="env step budget (default: env's)")
     p.add_argument("--credit", default="graph", choices=sorted(METHODS), help="credit method")
+    p.add_argument(
+        "--credit-config",
+        type=json.loads,
+        default={},
+        help="JSON options of the credit method's config, e.g. '{\"lam\": 0.4}' (default: its "
+        "defaults)",
+    )
+    p.add_argument(
+        "--judge",
+        default=None,
+        help="the model a model-based credit method consults (its config's judge option): "
+        "'oracle', a local HF model directory or an OpenAI-compatible http(s) URL",
+    )
     p.add_argument("--groups", type=int, default=2, help="tasks (credited groups) per iteration")
     p.add_argument("--group-size", type=int, default=4, help="rollouts per task")
     p.add_argument(
@@ -184,6 +197,12 @@ def parse_args() -> argparse.Namespace:
     args = p.parse_args()
     if args.export == "adapter" and not args.lora:
         p.error("--export adapter needs --lora")
+    if args.judge is not None:
+        args.credit_config = {**args.credit_config, "judge": args.judge}
+    try:
+        args.credit_config = make_config(args.credit, **args.credit_config)
+    except (TypeError, ValueError) as error:
+        p.error(f"--credit {args.credit}: {error}")
     return args
 
 
@@ -206,13 +225,14 @@ def main() -> None:
             CreditWrapper, method=args.credit
         )
 
-        def make_env() -> gym.Env:
-            return Wrapper(gym.make(args.env, **env_kwargs), group_size=args.group_size)
+        def make_env() -> gym.Env:  # every env shares the one config (and any model it holds)
+            env = gym.make(args.env, **env_kwargs)
+            return Wrapper(env, group_size=args.group_size, config=args.credit_config)
 
         envs = [make_env] * args.groups
     else:  # the same wrapper maths over blocks of sub-envs that play one task at once
         grouped = agentenvs.make_group_vec_env(args.env, args.groups, args.group_size, **env_kwargs)
-        envs = VectorCreditWrapper(grouped, args.credit)
+        envs = VectorCreditWrapper(grouped, args.credit, args.credit_config)
 
     # 2. The configuration (every field documented in learners/llm/config.py).
     config = TrainConfig(

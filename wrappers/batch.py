@@ -427,6 +427,9 @@ class StepBatch:
             ``None`` at construction means unit costs. Must be finite and > 0.
         state_keys: the key of each state code, when built from trajectories (needed only for
             similarity matching); ``None`` for batches built from arrays.
+        trajectories: the trajectories the batch was built from (in batch order), for estimators
+            that read more than the codes (a judge reads the texts, a progress estimator the
+            observations); ``None`` for batches built from arrays.
     """
 
     offsets: np.ndarray
@@ -439,6 +442,7 @@ class StepBatch:
     action: np.ndarray
     cost: np.ndarray | None = None
     state_keys: Sequence[Any] | None = field(default=None, compare=False, repr=False)
+    trajectories: Sequence[Trajectory] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         m, n = len(self.traj_group), len(self.reward)
@@ -610,6 +614,7 @@ class StepBatch:
             action=action,
             cost=cost,
             state_keys=state_keys,
+            trajectories=trajectories,
         )
 
     # -- derived arrays ----------------------------------------------------------------------------

@@ -5,11 +5,14 @@ returns the finished :class:`Trajectory` when the episode ends) and :class:`Grou
 credited groups waiting for ``pop_groups()``).
 
 >>> rec = EpisodeRecorder()
->>> rec.begin("grid0", {"state_key": "k0", "task_id": "seed-1"})
->>> rec.record("up", "grid1", -0.1, False, False, {"state_key": "k1", "action_valid": True})
->>> traj = rec.record("left", "grid2", 10.0, True, False, {"state_key": "k2", "won": True})
+>>> rec.begin("grid0", {"state_key": "k0", "task_id": "seed-1", "progress": 0.0})
+>>> rec.record("up", "grid1", -0.1, False, False, {"state_key": "k1", "progress": 0.5})
+>>> traj = rec.record("left", "grid2", 10.0, True, False, {"state_key": "k2", "won": True,
+...                                                         "progress": 1.0})
 >>> [(s.state_key, s.next_state_key) for s in traj.steps], traj.success, traj.task_id
 ([('k0', 'k1'), ('k1', 'k2')], True, 'seed-1')
+>>> [s.progress for s in traj.steps], traj.final_observation
+([0.5, 0.5], 'grid2')
 """
 
 from __future__ import annotations
@@ -60,18 +63,21 @@ class EpisodeRecorder:
     info's), ``next_state_key`` (this info's), ``action_valid`` and ``action_key`` (where the env
     describes the action itself). Success is ``info["won"]`` at
     the last step (``terminated`` when the env gives no ``won``). ``info["cost"]``, where the env
-    reports one, becomes ``Step.cost`` (otherwise the field's default). The info keys read are
-    :attr:`INFO_KEYS`.
+    reports one, becomes ``Step.cost`` (otherwise the field's default); where the env reports
+    ``info["progress"]`` (at the reset and each step), ``Step.progress`` is its change over the
+    step. The observation after the last step becomes ``Trajectory.final_observation``. The info
+    keys read are :attr:`INFO_KEYS`.
     """
 
     #: The ``info`` entries the recorder reads (a vector wrapper extracts these per sub-env).
-    INFO_KEYS = ("task_id", "state_key", "won", "action_valid", "action_key", "cost")
+    INFO_KEYS = ("task_id", "state_key", "won", "action_valid", "action_key", "cost", "progress")
 
     def __init__(self) -> None:
         self.task_id: str | None = None
         self.steps: list[Step] = []
         self._obs: Any = None
         self._state_key: Any = None
+        self._progress: float | None = None
         self.active = False
 
     def begin(self, observation: Any, info: dict[str, Any]) -> None:
@@ -80,6 +86,7 @@ class EpisodeRecorder:
         self.steps = []
         self._obs = observation
         self._state_key = info.get("state_key")
+        self._progress = _progress(info)
         self.active = True
 
     def record(
@@ -95,6 +102,8 @@ class EpisodeRecorder:
         if not self.active:
             raise RuntimeError("record() before begin(): reset the environment first")
         next_key = info.get("state_key")
+        progress = _progress(info)
+        gain = None if progress is None or self._progress is None else progress - self._progress
         self.steps.append(
             Step(
                 observation=self._obs,
@@ -107,11 +116,24 @@ class EpisodeRecorder:
                 action_valid=bool(info.get("action_valid", True)),
                 action_key=info.get("action_key"),
                 cost=float(info.get("cost", 1.0)),
+                progress=gain,
             )
         )
-        self._obs, self._state_key = observation, next_key
+        self._obs, self._state_key, self._progress = observation, next_key, progress
         if not (terminated or truncated):
             return None
         self.active = False
         won = bool(info.get("won", terminated))
-        return Trajectory(task_id=str(self.task_id), group_id="", steps=self.steps, success=won)
+        return Trajectory(
+            task_id=str(self.task_id),
+            group_id="",
+            steps=self.steps,
+            success=won,
+            final_observation=observation,
+        )
+
+
+def _progress(info: dict[str, Any]) -> float | None:
+    """``info["progress"]`` as a float, or ``None`` when the env reports none."""
+    value = info.get("progress")
+    return None if value is None else float(value)

@@ -12,6 +12,7 @@ This module holds:
 * :data:`ALIASES` - a live read-only mapping, alias -> canonical name.
 * :func:`canonical_name`, :func:`get_method` - resolve a name (or alias).
 * :func:`assign_advantages` - the entry point learners call.
+* :func:`make_config` - a method's config from keyword options (what a command line gives).
 * :func:`config_signature`, :func:`states_only` - the two signature rules the built-ins use.
 
 Built-in methods (canonical name = module name) and their aliases:
@@ -94,6 +95,7 @@ __all__ = [
     "canonical_name",
     "get_method",
     "assign_advantages",
+    "make_config",
     "config_signature",
     "states_only",
 ]
@@ -317,6 +319,32 @@ def get_method(method: str, config: Any = None) -> tuple[CreditMethod, Any]:
     if entry is None:
         raise ValueError(f"unknown credit method {method!r}; choose from {sorted(_names)}")
     return entry, entry.check_config(config)
+
+
+def make_config(method: str, **options: Any) -> Any:
+    """The config of ``method`` (a name or alias) with ``options`` set on top of its defaults.
+
+    This is how a command line builds a config (``--credit-config '{"lam": 0.4}'``,
+    ``--judge oracle``); a model-based method's config takes its model here, given as an object
+    or as the text spec its config documents.
+
+    >>> make_config("graph", distance_discount=0.8).distance_discount
+    0.8
+    >>> make_config("grpo", lam=1.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: credit method 'grpo' has no option 'lam'; its options: episode_norm, norm, ...
+    """
+    entry = get_method(method)[0]
+    if dataclasses.is_dataclass(entry.config):
+        known = [f.name for f in dataclasses.fields(entry.config) if f.init]
+        unknown = [k for k in options if k not in known]
+        if unknown:
+            raise ValueError(
+                f"credit method {method!r} has no option {unknown[0]!r}; "
+                f"its options: {', '.join(known) or '(none)'}"
+            )
+    return entry.config(**options)
 
 
 def assign_advantages(

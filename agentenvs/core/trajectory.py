@@ -57,6 +57,10 @@ class Step:
             ``info["cost"]`` where the env reports one). GraphGPO measures distances to success in
             it; 1.0 (every step costs the same) unless the env says otherwise. Records written
             before this field existed load with 1.0.
+        progress: how much this step changed the env's privileged task progress
+            (``info["progress"]`` after the step minus before it; see docs/credit.md, "Privileged
+            progress"); ``None`` where the env reports no progress. Oracle judges read it; the
+            agent never sees it.
     """
 
     observation: Any
@@ -71,6 +75,7 @@ class Step:
     advantage: float | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     cost: float = 1.0
+    progress: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict; :meth:`from_dict` inverts it exactly."""
@@ -96,6 +101,11 @@ class Trajectory:
         steps: the steps in order.
         success: the env's ``won`` flag at the last step (never inferred from rewards).
         traj_id: identifies this episode inside its group.
+        final_observation: the observation after the last step (``steps[k].observation`` is the
+            one *before* step ``k``); ``None`` when not recorded.
+        info: episode-level metadata. Credit methods that consult a model put their diagnostics
+            and costs under ``info["credit"]`` (a dict of numbers, e.g. ``judge_calls``,
+            ``judge_seconds``), which the LLM learner averages into its metrics.
     """
 
     task_id: str
@@ -103,6 +113,8 @@ class Trajectory:
     steps: list[Step] = field(default_factory=list)
     success: bool = False
     traj_id: str = ""
+    final_observation: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total_return(self) -> float:
@@ -126,6 +138,8 @@ class Trajectory:
             "success": bool(self.success),
             "total_return": self.total_return,
             "steps": [s.to_dict() for s in self.steps],
+            "final_observation": encode(self.final_observation),
+            "info": encode(self.info),
         }
 
     @classmethod
@@ -136,6 +150,8 @@ class Trajectory:
             traj_id=data.get("traj_id", ""),
             success=bool(data["success"]),
             steps=[Step.from_dict(s) for s in data["steps"]],
+            final_observation=decode(data.get("final_observation")),
+            info=decode(data.get("info", {})),
         )
 
 

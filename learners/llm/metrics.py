@@ -32,7 +32,13 @@ import numpy as np
 
 from agentenvs.core.trajectory import Trajectory
 
-__all__ = ["MetricsLogger", "rollout_metrics", "paired_difference", "plot_learning_curve"]
+__all__ = [
+    "MetricsLogger",
+    "rollout_metrics",
+    "credit_metrics",
+    "paired_difference",
+    "plot_learning_curve",
+]
 
 
 def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") -> dict[str, float]:
@@ -54,6 +60,23 @@ def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") ->
             adv_zero_frac=float(np.mean(adv == 0.0)),
         )
     return {f"{prefix}{k}": v for k, v in out.items()}
+
+
+def credit_metrics(groups: Sequence[Sequence[Trajectory]]) -> dict[str, float]:
+    """``credit/<key>``: the sum over the groups' trajectories of each number a credit method
+    put in ``Trajectory.info["credit"]`` (a judge's calls, tokens, seconds, fallbacks...).
+
+    >>> t = Trajectory("t", "g", info={"credit": {"judge_calls": 3, "judge_seconds": 0.5}})
+    >>> credit_metrics([[t, t]])
+    {'credit/judge_calls': 6.0, 'credit/judge_seconds': 1.0}
+    """
+    totals: dict[str, float] = {}
+    for group in groups:
+        for traj in group:
+            for key, value in traj.info.get("credit", {}).items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    totals[f"credit/{key}"] = totals.get(f"credit/{key}", 0.0) + float(value)
+    return totals
 
 
 def paired_difference(

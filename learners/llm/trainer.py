@@ -74,6 +74,7 @@ from learners.llm.loss import (
 from learners.llm.memcheck import warn_if_unfit
 from learners.llm.metrics import (
     MetricsLogger,
+    credit_metrics,
     paired_difference,
     plot_learning_curve,
     rollout_metrics,
@@ -297,6 +298,8 @@ class Trainer:
         self.iteration += 1
         total = time.perf_counter() - start
         metrics = rollout_metrics(groups)
+        credit = credit_metrics(groups)  # a model-based credit method's own costs, if any
+        metrics.update(credit)
         metrics.update(update)
         metrics.update(sync)
         metrics.update(
@@ -311,6 +314,7 @@ class Trainer:
             gen_tokens=float(stats.tokens),
             gen_tokens_per_s=stats.tokens / max(stats.generate_s, 1e-9),
             update_tokens_per_s=update.get("update_tokens", 0.0) / max(update_s, 1e-9),
+            credit_time_share=sum(v for k, v in credit.items() if k.endswith("seconds")) / total,
         )
         return metrics
 

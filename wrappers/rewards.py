@@ -1,0 +1,111 @@
+"""Step rewards -> advantages, and the action-grounding signal: what SPA and HISR share.
+
+SPA and HISR turn an outcome into dense per-step *rewards* (progress contributions, hindsight-
+modulated segment rewards) fused with a *grounding* reward for executable actions. The papers
+train on those rewards with PPO + GAE and a learned critic; our learners take advantages straight
+from the credit wrapper, so the rewards become advantages here, critic-free, as docs/credit.md
+("Dense rewards to advantages") states.
+
+This module holds:
+
+* :func:`next_observations` - the observation each step led to (``Trajectory.final_observation``
+  for the last step).
+* :func:`grounding` - 1.0 where a step's action was executable, else 0.0.
+* :func:`reward_to_go` - discounted reward-to-go of one trajectory's rewards.
+* :func:`group_relative_returns` - the reward-to-go of every step of a group, normalised over the
+  group's steps (mean 0, std 1): the advantage a critic-free learner consumes.
+
+>>> from agentenvs.core import Step, Trajectory
+>>> t = Trajectory("t", "g", [Step("o0", "go", 0.0), Step("o1", "take", 1.0)],
+...                final_observation="Nothing happens.")
+>>> grounding(t).tolist()
+[1.0, 0.0]
+>>> reward_to_go(np.array([0.0, 1.0]), gamma=0.5).tolist()
+[0.5, 1.0]
+>>> won, lost = group_relative_returns([np.array([0.0, 1.0]), np.array([0.0])])
+>>> won.round(4).tolist(), lost.round(4).tolist()
+([0.7071, 0.7071], [-1.4142])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from agentenvs.core import Trajectory
+
+__all__ = [
+    "INVALID_ACTION_MARKERS",
+    "next_observations",
+    "grounding",
+    "reward_to_go",
+    "group_relative_returns",
+]
+
+#: Texts of an observation that says the action before it did not execute (ALFWorld's "Nothing
+#: happens.", the SPA code's markers, agentenvs' own "Invalid action" feedback).
+INVALID_ACTION_MARKERS = (
+    "Nothing happens",
+    "Nothing happened",
+    "Invalid action",
+    "Error Input",
+    "Invalid format",
+)
+
+
+def next_observations(trajectory: Trajectory) -> list[Any]:
+    """The observation after each step: ``steps[t + 1].observation``, and
+    ``trajectory.final_observation`` after the last step."""
+    steps = trajectory.steps
+    return [s.observation for s in steps[1:]] + [trajectory.final_observation][: len(steps)]
+
+
+def grounding(
+    trajectory: Trajectory,
+    markers: Sequence[str] = INVALID_ACTION_MARKERS,
+    use_action_valid: bool = True,
+) -> np.ndarray:
+    """float64 ``(n,)``: 1.0 where step ``t``'s action executed, 0.0 where it did not.
+
+    A step is not executable when ``use_action_valid`` and the env reported
+    ``Step.action_valid = False``, or when the observation it led to is text containing one of
+    ``markers`` (non-text observations are never read).
+    """
+    out = np.ones(len(trajectory.steps), np.float64)
+    after_steps = next_observations(trajectory)
+    for t, (step, after) in enumerate(zip(trajectory.steps, after_steps, strict=True)):
+        if use_action_valid and not step.action_valid:
+            out[t] = 0.0
+        elif isinstance(after, str) and any(m in after for m in markers):
+            out[t] = 0.0
+    return out
+
+
+def reward_to_go(rewards: np.ndarray, gamma: float = 1.0) -> np.ndarray:
+    """float64 ``(n,)``: ``G_t = sum_{k >= t} gamma^(k - t) r_k``."""
+    rewards = np.asarray(rewards, np.float64)
+    out = np.empty_like(rewards)
+    running = 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        running = rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
+def group_relative_returns(
+    rewards: Sequence[np.ndarray], gamma: float = 1.0, eps: float = 1e-6
+) -> list[np.ndarray]:
+    """Per-trajectory advantages of one group from per-step rewards.
+
+    Each step's reward-to-go (:func:`reward_to_go`), minus the mean and divided by the population
+    std (``+ eps``) of all the group's reward-to-go values (each step counted once). A group whose
+    values are all equal gets zeros; an empty group, empty arrays.
+    """
+    returns = [reward_to_go(r, gamma) for r in rewards]
+    flat = np.concatenate(returns) if returns else np.zeros(0)
+    if flat.size == 0:
+        return returns
+    mean, std = flat.mean(), flat.std()
+    return [(g - mean) / (std + eps) for g in returns]
