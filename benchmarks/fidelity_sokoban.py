@@ -1,9 +1,11 @@
 """Fidelity on Sokoban: SB3 PPO trained with each credit method at the same env-step budget.
 
-Usage: ``python -m benchmarks.fidelity_sokoban [--quick] [--steps 80000] [--seeds 5] [--workers 2]``
+Usage: ``python -m benchmarks.fidelity_sokoban [--quick] [--steps 80000] [--seeds 5] [--workers 2]
+[--methods ...] [--merge earlier.json]``
 
-For each method (GRPO, GiGPO, GraphGPO, RTMC, and plain PPO with GAE as the extra baseline) and each
-seed, trains :class:`learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0``
+For each method (GRPO, GiGPO, GraphGPO, RTMC, the model-based TRIAGE with the oracle judge, SPA with
+its MLP progress estimator and HISR with its feature scorers, all trained online from the groups
+they credit, and plain PPO with GAE as the extra baseline) and each seed, trains :class:`learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0``
 (6x6, 1 box, 15 steps, one-hot planes, ``Discrete(4)``; the env's shaped rewards) and evaluates the
 greedy policy on a fixed set of held-out test rooms (``seed-65536 ...``) every ``--eval-every``
 steps. The seed fixes the initial weights and the training task stream, so seed ``s`` of every method
@@ -12,7 +14,9 @@ starts from the same policy and draws tasks from the same stream; "vs GRPO" is t
 Writes to ``--out`` (default ``benchmarks/out/``): ``fidelity_sokoban.md`` (settings and the table of
 final success with 95% t-intervals over seeds), ``fidelity_sokoban.png`` (success vs env steps, mean
 and 95% band per method) and ``fidelity_sokoban.json`` (every run's curve), and prints the table.
-Runs go to ``--workers`` processes (one torch thread each). The default settings (25 runs of 80k
+Runs go to ``--workers`` processes (one torch thread each). ``--merge`` reads the runs of an
+earlier ``fidelity_sokoban.json`` made with the same settings and runs only the methods it lacks
+(a run is a pure function of method, seed and settings), so methods can be added later. The default settings (25 runs of 80k
 steps) took 23.9 minutes on a shared 2-core machine; ``--quick`` is a one-minute smoke run.
 """
 
@@ -38,6 +42,9 @@ METHOD_NAMES = {
     "gigpo": "GiGPO",
     "graph": "GraphGPO",
     "rtmc": "RTMC",
+    "triage": "TRIAGE (oracle judge)",
+    "spa": "SPA (MLP estimator)",
+    "hisr": "HISR (feature scorers)",
 }
 #: Two-sided 95% Student-t quantiles by degrees of freedom (1..30); beyond that the normal 1.96.
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -279,6 +286,9 @@ def main(argv: list[str] | None = None) -> None:
         "--methods", nargs="+", default=list(METHOD_NAMES), choices=list(METHOD_NAMES)
     )
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--merge", type=Path, help="an earlier fidelity_sokoban.json (same settings): keep its runs"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args(argv)
 
@@ -287,7 +297,16 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("steps", "eval_every", "test_rooms"):
         if getattr(args, name) is not None:
             setattr(settings, name, getattr(args, name))
-    jobs = [(m, s, settings) for s in range(seeds) for m in args.methods]
+    earlier: list[dict[str, Any]] = []
+    earlier_s = 0.0  # the wall time of the merged runs, as their own session measured it
+    if args.merge is not None:
+        saved = json.loads(args.merge.read_text())
+        if saved["settings"] != dataclasses.asdict(settings):
+            parser.error(f"{args.merge} was made with other settings: {saved['settings']}")
+        earlier = [r for r in saved["runs"] if r["method"] in args.methods and r["seed"] < seeds]
+        earlier_s = saved["total_s"]
+    done = {(r["method"], r["seed"]) for r in earlier}
+    jobs = [(m, s, settings) for s in range(seeds) for m in args.methods if (m, s) not in done]
     start = time.perf_counter()
     if args.workers > 1:
         with mp.get_context("fork").Pool(args.workers) as pool:
@@ -298,7 +317,8 @@ def main(argv: list[str] | None = None) -> None:
                       f"success {run['success']}", flush=True)  # fmt: skip
     else:
         runs = [_run_job(job) for job in jobs]
-    total = time.perf_counter() - start
+    total = time.perf_counter() - start + earlier_s
+    runs = earlier + runs
 
     rows = summarise(runs, args.methods)
     extra = {
