@@ -7,6 +7,8 @@ Each method is a pure estimator module (numpy only) registered in one open regis
 * :mod:`wrappers.graphgpo` - GraphGPO distance-to-success graph credit (:class:`GraphGPOConfig`),
   ``"graphgpo"`` (alias ``"graph"``).
 * :mod:`wrappers.rtmc` - RTMC rollout-tree Monte Carlo (:class:`RTMCConfig`), ``"rtmc"``.
+* :mod:`wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
+  progress estimators (shared with HISR) are in :mod:`wrappers.progress`.
 
 Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-array
 ``estimate_batch(StepBatch, config) -> np.ndarray``. The rest of the package:
@@ -15,7 +17,7 @@ Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-arr
   :data:`ALIASES`, :func:`register_method`, :func:`get_method`, :func:`assign_advantages`.
 * :mod:`wrappers.base` - the single-env wrappers: :class:`CreditWrapper` (any method by name) and
   :class:`OutcomeCreditWrapper`, :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`,
-  :class:`RolloutTreeCreditWrapper`.
+  :class:`RolloutTreeCreditWrapper`, :class:`ProgressCreditWrapper`.
 * :mod:`wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env.
 * :mod:`wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
 * :mod:`wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
@@ -25,7 +27,7 @@ The wrappers repeat a task for a group, record the steps and emit credited traje
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.
 
 >>> sorted(METHODS), method_names()
-(['gigpo', 'graph', 'graphgpo', 'grpo', 'rtmc'], ['gigpo', 'graphgpo', 'grpo', 'rtmc'])
+(['gigpo', 'graph', 'graphgpo', 'grpo', 'rtmc', 'spa'], ['gigpo', 'graphgpo', 'grpo', 'rtmc', 'spa'])
 >>> get_method("graph")[0].wrapper is GraphCreditWrapper
 True
 """
@@ -35,6 +37,7 @@ from wrappers.base import (
     GiGPOCreditWrapper,
     GraphCreditWrapper,
     OutcomeCreditWrapper,
+    ProgressCreditWrapper,
     RolloutTreeCreditWrapper,
 )
 from wrappers.batch import StepBatch
@@ -57,6 +60,7 @@ from wrappers.registry import (
     unregister_method,
 )
 from wrappers.rtmc import RTMCConfig
+from wrappers.spa import SPAConfig
 from wrappers.vector import VectorCreditWrapper
 
 __all__ = [
@@ -65,12 +69,14 @@ __all__ = [
     "GiGPOCreditWrapper",
     "GraphCreditWrapper",
     "RolloutTreeCreditWrapper",
+    "ProgressCreditWrapper",
     "VectorCreditWrapper",
     "StepBatch",
     "GRPOConfig",
     "GiGPOConfig",
     "GraphGPOConfig",
     "RTMCConfig",
+    "SPAConfig",
     "METHODS",
     "ALIASES",
     "CreditMethod",

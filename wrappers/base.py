@@ -2,7 +2,7 @@
 
 This module holds :class:`CreditWrapper` (any registered method, by name) and its named forms
 :class:`OutcomeCreditWrapper` (GRPO), :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`
-(GraphGPO) and :class:`RolloutTreeCreditWrapper` (RTMC).
+(GraphGPO), :class:`RolloutTreeCreditWrapper` (RTMC) and :class:`ProgressCreditWrapper` (SPA).
 
 The wrapper plays ``group_size`` consecutive episodes of one task: the first reset of a group picks
 a task as the env does, resets 2..group_size pass ``options={"task_id": <that task>}``. It records
@@ -61,6 +61,7 @@ __all__ = [
     "GiGPOCreditWrapper",
     "GraphCreditWrapper",
     "RolloutTreeCreditWrapper",
+    "ProgressCreditWrapper",
 ]
 
 _SLOT = "group"  # the single wrapper's one open-group slot
@@ -182,3 +183,9 @@ class GraphCreditWrapper(CreditWrapper, method="graphgpo"):
 
 class RolloutTreeCreditWrapper(CreditWrapper, method="rtmc"):
     """RTMC: first-visit rollout-tree Monte Carlo advantages (:mod:`wrappers.rtmc`)."""
+
+
+class ProgressCreditWrapper(CreditWrapper, method="spa"):
+    """SPA: a progress estimator's per-step contributions fused with grounding, trained online on
+    the groups it credits (:mod:`wrappers.spa`; the estimator is the config's, default
+    ``"features"``)."""
