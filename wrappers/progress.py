@@ -12,7 +12,7 @@ This module holds:
   :meth:`~ProgressEstimator.fit`, ``state_dict`` / ``load_state_dict``, ``save``.
 * :class:`FitReport` - what one :meth:`~ProgressEstimator.fit` call did.
 * :class:`TabularProgressEstimator` - a table ``(unit index, action signature) -> weight``, zero
-  init, full-batch gradient descent (reproduces the minimum-norm golden vectors of docs/spa.md 7.3).
+  init, full-batch gradient descent (reproduces the minimum-norm golden vectors of docs/spa.md 8.3).
 * :class:`FeatureProgressEstimator` - a small torch MLP on fixed-size step features (flattened array
   observations and one-hot discrete actions, or hashed bags of words of text).
 * :class:`HFProgressEstimator` - a Hugging Face causal LM with a scalar MLP head read at the last
@@ -196,7 +196,7 @@ class TabularProgressEstimator:
     actions). Unseen keys read 0. Each :meth:`fit` runs ``iterations`` gradient steps of size
     ``lr`` on the mean squared sum error over all given trajectories, continuing from the current
     weights. From zero init this converges to the minimum-norm least-squares weights
-    (docs/spa.md, section 7.3).
+    (docs/spa.md, section 8.3).
 
     Args:
         lr: step size (default 0.1). iterations: gradient steps per fit (default 5000).

@@ -218,7 +218,7 @@ def baseline_contributions(
     targets = np.asarray(targets, np.float64)
     lengths = np.asarray(lengths, np.int64)
     if source == "mean":
-        return [np.full(n, r / n) for r, n in zip(targets, lengths, strict=True)]
+        return [np.full(n, r / max(n, 1)) for r, n in zip(targets, lengths, strict=True)]
     if source == "sparse":
         out = [np.zeros(n) for n in lengths]
         for c, r in zip(out, targets, strict=True):
