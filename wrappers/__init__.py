@@ -9,6 +9,9 @@ Each method is a pure estimator module (numpy only) registered in one open regis
 * :mod:`wrappers.rtmc` - RTMC rollout-tree Monte Carlo (:class:`RTMCConfig`), ``"rtmc"``.
 * :mod:`wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
   progress estimators (shared with HISR) are in :mod:`wrappers.progress`.
+* :mod:`wrappers.hisr` - HISR hindsight-modulated segmental process rewards (:class:`HISRConfig`),
+  ``"hisr"``; its segmenters are in :mod:`wrappers.segments`, its scorers in
+  :mod:`wrappers.hindsight`.
 
 Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-array
 ``estimate_batch(StepBatch, config) -> np.ndarray``. The rest of the package:
@@ -17,7 +20,8 @@ Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-arr
   :data:`ALIASES`, :func:`register_method`, :func:`get_method`, :func:`assign_advantages`.
 * :mod:`wrappers.base` - the single-env wrappers: :class:`CreditWrapper` (any method by name) and
   :class:`OutcomeCreditWrapper`, :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`,
-  :class:`RolloutTreeCreditWrapper`, :class:`ProgressCreditWrapper`.
+  :class:`RolloutTreeCreditWrapper`, :class:`HindsightCreditWrapper`,
+  :class:`ProgressCreditWrapper`.
 * :mod:`wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env.
 * :mod:`wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
 * :mod:`wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
@@ -27,7 +31,7 @@ The wrappers repeat a task for a group, record the steps and emit credited traje
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.
 
 >>> sorted(METHODS), method_names()
-(['gigpo', 'graph', 'graphgpo', 'grpo', 'rtmc', 'spa'], ['gigpo', 'graphgpo', 'grpo', 'rtmc', 'spa'])
+(['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa'], ['gigpo', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa'])
 >>> get_method("graph")[0].wrapper is GraphCreditWrapper
 True
 """
@@ -36,6 +40,7 @@ from wrappers.base import (
     CreditWrapper,
     GiGPOCreditWrapper,
     GraphCreditWrapper,
+    HindsightCreditWrapper,
     OutcomeCreditWrapper,
     ProgressCreditWrapper,
     RolloutTreeCreditWrapper,
@@ -45,6 +50,7 @@ from wrappers.gigpo import GiGPOConfig
 from wrappers.graphgpo import GraphGPOConfig
 from wrappers.grouping import group_id
 from wrappers.grpo import GRPOConfig
+from wrappers.hisr import HISRConfig
 from wrappers.registry import (
     ALIASES,
     METHODS,
@@ -70,6 +76,7 @@ __all__ = [
     "GraphCreditWrapper",
     "RolloutTreeCreditWrapper",
     "ProgressCreditWrapper",
+    "HindsightCreditWrapper",
     "VectorCreditWrapper",
     "StepBatch",
     "GRPOConfig",
@@ -77,6 +84,7 @@ __all__ = [
     "GraphGPOConfig",
     "RTMCConfig",
     "SPAConfig",
+    "HISRConfig",
     "METHODS",
     "ALIASES",
     "CreditMethod",

@@ -25,6 +25,7 @@ name          estimator                   config                  aliases
 ``graphgpo``  :mod:`wrappers.graphgpo`    ``GraphGPOConfig``      ``graph``
 ``rtmc``      :mod:`wrappers.rtmc`        ``RTMCConfig``
 ``spa``       :mod:`wrappers.spa`         ``SPAConfig``
+``hisr``      :mod:`wrappers.hisr`        ``HISRConfig``
 ============  ==========================  ======================  =======
 
 A method is a flat-array estimator ``estimate_batch(StepBatch, config) -> np.ndarray`` (one float
@@ -42,7 +43,7 @@ one line: ``class MyWrapper(CreditWrapper, method="name"): ...``) and a place in
 >>> [round(t.steps[0].advantage, 4) for t in g]
 [0.7071, -0.7071]
 >>> sorted(METHODS), dict(ALIASES), get_method("graph")[0].name
-(['gigpo', 'graph', 'graphgpo', 'grpo', 'rtmc', 'spa'], {'graph': 'graphgpo'}, 'graphgpo')
+(['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa'], {'graph': 'graphgpo'}, 'graphgpo')
 
 A method of one's own (here: every step gets its trajectory's success, 0 or 1):
 
@@ -71,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers import gigpo, graphgpo, grpo, rtmc, spa
+from wrappers import gigpo, graphgpo, grpo, hisr, rtmc, spa
 from wrappers.batch import (
     COLUMNS,
     Signature,
@@ -408,4 +409,11 @@ register_method(
     spa.SPAConfig,
     signature=states_only,
     columns=spa.BATCH_COLUMNS,
+)
+register_method(
+    "hisr",
+    hisr.estimate_batch,
+    hisr.HISRConfig,
+    signature=states_only,
+    columns=hisr.BATCH_COLUMNS,
 )
