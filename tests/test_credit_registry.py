@@ -88,8 +88,9 @@ def advantages(group):
 
 # -- the registry ----------------------------------------------------------------------------------
 def test_builtins_names_aliases_and_entries():
-    assert method_names() == ["gigpo", "graphgpo", "grpo", "rtmc"]
-    assert sorted(METHODS) == ["gigpo", "graph", "graphgpo", "grpo", "rtmc"]
+    # the model-based methods (spa, triage, hisr) are registered too; each has its own tests
+    assert {"gigpo", "graphgpo", "grpo", "rtmc"} <= set(method_names())
+    assert sorted(set(METHODS) - set(method_names())) == ["graph"]
     assert dict(ALIASES) == {"graph": "graphgpo"}
     assert METHODS["graph"] is METHODS["graphgpo"] and canonical_name("graph") == "graphgpo"
     modules = {"grpo": grpo, "gigpo": gigpo, "graphgpo": graphgpo, "rtmc": rtmc}

@@ -69,9 +69,13 @@ class GroupAssembler:
         self.outbox = GroupOutbox(capacity)
         self._open: dict[Hashable, dict[int, Trajectory]] = {}
 
-    def add(self, slot: Hashable, member: int, trajectory: Trajectory) -> list[Trajectory] | None:
+    def add(
+        self, slot: Hashable, member: int, trajectory: Trajectory, credit: bool = True
+    ) -> list[Trajectory] | None:
         """File ``trajectory`` as ``member`` of the group in ``slot``; return the credited group
-        when this completes it (the slot is then free), else ``None``.
+        when this completes it (the slot is then free), else ``None``. With ``credit=False`` the
+        completed group is returned with its ids set but not yet credited: pass it (with the other
+        groups completed at the same time) to :meth:`credit`, so that they form one batch.
 
         Raises:
             ValueError: ``member`` out of range or already filed in this slot.
@@ -97,9 +101,19 @@ class GroupAssembler:
         self.serial += 1
         for j, traj in enumerate(group):
             traj.group_id, traj.traj_id = gid, str(j)
-        assign_advantages([group], self.method, self.config)
-        self.outbox.put(group)
+        if credit:
+            self.credit([group])
         return group
+
+    def credit(self, groups: list[list[Trajectory]]) -> None:
+        """Credit complete ``groups`` in one :func:`~wrappers.registry.assign_advantages` call
+        (one batch: methods that whiten over the batch, such as TRIAGE, see them together) and
+        put them into the outbox."""
+        if not groups:
+            return
+        assign_advantages(groups, self.method, self.config)
+        for group in groups:
+            self.outbox.put(group)
 
     def members(self, slot: Hashable) -> list[Trajectory]:
         """The members filed so far in ``slot``'s open group, in member order."""

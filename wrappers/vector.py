@@ -3,7 +3,8 @@
 This module holds :class:`VectorCreditWrapper`. Over a :class:`agentenvs.GroupedVectorEnv` it
 records every sub-env's episodes; group ``k`` of block ``b`` is the k-th episode each member of block
 ``b`` finishes since the block was last reset (the members play the same task). When all
-``group_size`` members have finished their k-th episode the group is credited (:mod:`wrappers.grouping`:
+``group_size`` members have finished their k-th episode the group is credited (the groups completed
+by one ``step`` are credited together, in one batch) (:mod:`wrappers.grouping`:
 ids ``f"{task_id}#{serial}"``, ``traj_id`` = the member's index in its block) and emitted in
 ``infos["credit"]`` (a list of groups, each a list of :class:`~agentenvs.core.Trajectory` in member
 order) of that step, and kept for :meth:`VectorCreditWrapper.pop_groups`. Gymnasium's ``NEXT_STEP``
@@ -129,11 +130,12 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
                 continue
             self._needs_reset[i] = True
             block, member = divmod(i, self.group_size)
-            group = self._assembler.add((block, int(self._episode[i])), member, traj)
+            group = self._assembler.add((block, int(self._episode[i])), member, traj, credit=False)
             self._episode[i] += 1
             if group is not None:
                 finished.append(group)
         if finished:
+            self._assembler.credit(finished)  # one batch: the groups completed by this step
             infos = {**infos, "credit": finished}
         return obs, rewards, terms, truncs, infos
 
