@@ -7,11 +7,13 @@ Each method is a pure estimator module (numpy only) registered in one open regis
 * :mod:`wrappers.graphgpo` - GraphGPO distance-to-success graph credit (:class:`GraphGPOConfig`),
   ``"graphgpo"`` (alias ``"graph"``).
 * :mod:`wrappers.rtmc` - RTMC rollout-tree Monte Carlo (:class:`RTMCConfig`), ``"rtmc"``.
-* :mod:`wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
-  progress estimators (shared with HISR) are in :mod:`wrappers.progress`.
+* :mod:`wrappers.triage` - TRIAGE role-typed credit from a judge (:class:`TriageConfig`),
+  ``"triage"``; its judges are in :mod:`wrappers.judges`.
 * :mod:`wrappers.hisr` - HISR hindsight-modulated segmental process rewards (:class:`HISRConfig`),
   ``"hisr"``; its segmenters are in :mod:`wrappers.segments`, its scorers in
   :mod:`wrappers.hindsight`.
+* :mod:`wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
+  progress estimators (shared with HISR) are in :mod:`wrappers.progress`.
 
 Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-array
 ``estimate_batch(StepBatch, config) -> np.ndarray``. The rest of the package:
@@ -20,7 +22,7 @@ Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-arr
   :data:`ALIASES`, :func:`register_method`, :func:`get_method`, :func:`assign_advantages`.
 * :mod:`wrappers.base` - the single-env wrappers: :class:`CreditWrapper` (any method by name) and
   :class:`OutcomeCreditWrapper`, :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`,
-  :class:`RolloutTreeCreditWrapper`, :class:`HindsightCreditWrapper`,
+  :class:`RolloutTreeCreditWrapper`, :class:`RoleCreditWrapper`, :class:`HindsightCreditWrapper`,
   :class:`ProgressCreditWrapper`.
 * :mod:`wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env.
 * :mod:`wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
@@ -31,7 +33,7 @@ The wrappers repeat a task for a group, record the steps and emit credited traje
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.
 
 >>> sorted(METHODS), method_names()
-(['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa'], ['gigpo', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa'])
+(['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa', 'triage'], ['gigpo', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa', 'triage'])
 >>> get_method("graph")[0].wrapper is GraphCreditWrapper
 True
 """
@@ -43,6 +45,7 @@ from wrappers.base import (
     HindsightCreditWrapper,
     OutcomeCreditWrapper,
     ProgressCreditWrapper,
+    RoleCreditWrapper,
     RolloutTreeCreditWrapper,
 )
 from wrappers.batch import StepBatch
@@ -67,6 +70,7 @@ from wrappers.registry import (
 )
 from wrappers.rtmc import RTMCConfig
 from wrappers.spa import SPAConfig
+from wrappers.triage import TriageConfig
 from wrappers.vector import VectorCreditWrapper
 
 __all__ = [
@@ -75,16 +79,18 @@ __all__ = [
     "GiGPOCreditWrapper",
     "GraphCreditWrapper",
     "RolloutTreeCreditWrapper",
-    "ProgressCreditWrapper",
+    "RoleCreditWrapper",
     "HindsightCreditWrapper",
+    "ProgressCreditWrapper",
     "VectorCreditWrapper",
     "StepBatch",
     "GRPOConfig",
     "GiGPOConfig",
     "GraphGPOConfig",
     "RTMCConfig",
-    "SPAConfig",
+    "TriageConfig",
     "HISRConfig",
+    "SPAConfig",
     "METHODS",
     "ALIASES",
     "CreditMethod",

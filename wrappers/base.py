@@ -2,8 +2,8 @@
 
 This module holds :class:`CreditWrapper` (any registered method, by name) and its named forms
 :class:`OutcomeCreditWrapper` (GRPO), :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`
-(GraphGPO), :class:`RolloutTreeCreditWrapper` (RTMC), :class:`HindsightCreditWrapper` (HISR) and
-:class:`ProgressCreditWrapper` (SPA).
+(GraphGPO), :class:`RolloutTreeCreditWrapper` (RTMC), :class:`RoleCreditWrapper` (TRIAGE),
+:class:`HindsightCreditWrapper` (HISR) and :class:`ProgressCreditWrapper` (SPA).
 
 The wrapper plays ``group_size`` consecutive episodes of one task: the first reset of a group picks
 a task as the env does, resets 2..group_size pass ``options={"task_id": <that task>}``. It records
@@ -62,8 +62,9 @@ __all__ = [
     "GiGPOCreditWrapper",
     "GraphCreditWrapper",
     "RolloutTreeCreditWrapper",
-    "ProgressCreditWrapper",
+    "RoleCreditWrapper",
     "HindsightCreditWrapper",
+    "ProgressCreditWrapper",
 ]
 
 _SLOT = "group"  # the single wrapper's one open-group slot
@@ -187,12 +188,17 @@ class RolloutTreeCreditWrapper(CreditWrapper, method="rtmc"):
     """RTMC: first-visit rollout-tree Monte Carlo advantages (:mod:`wrappers.rtmc`)."""
 
 
-class ProgressCreditWrapper(CreditWrapper, method="spa"):
-    """SPA: a progress estimator's per-step contributions fused with grounding, trained online on
-    the groups it credits (:mod:`wrappers.spa`; the estimator is the config's, default
-    ``"features"``)."""
+class RoleCreditWrapper(CreditWrapper, method="triage"):
+    """TRIAGE: GRPO outcome advantage plus a judge's role-typed step correction
+    (:mod:`wrappers.triage`; the judge is the config's, default the oracle)."""
 
 
 class HindsightCreditWrapper(CreditWrapper, method="hisr"):
     """HISR: segment process rewards re-weighted by hindsight importance, fused with grounding
     (:mod:`wrappers.hisr`; its models train online from the groups it credits)."""
+
+
+class ProgressCreditWrapper(CreditWrapper, method="spa"):
+    """SPA: a progress estimator's per-step contributions fused with grounding, trained online on
+    the groups it credits (:mod:`wrappers.spa`; the estimator is the config's, default
+    ``"features"``)."""

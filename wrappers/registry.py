@@ -25,6 +25,7 @@ name          estimator                   config                  aliases
 ``graphgpo``  :mod:`wrappers.graphgpo`    ``GraphGPOConfig``      ``graph``
 ``rtmc``      :mod:`wrappers.rtmc`        ``RTMCConfig``
 ``spa``       :mod:`wrappers.spa`         ``SPAConfig``
+``triage``    :mod:`wrappers.triage`      ``TriageConfig``
 ``hisr``      :mod:`wrappers.hisr`        ``HISRConfig``
 ============  ==========================  ======================  =======
 
@@ -43,7 +44,7 @@ one line: ``class MyWrapper(CreditWrapper, method="name"): ...``) and a place in
 >>> [round(t.steps[0].advantage, 4) for t in g]
 [0.7071, -0.7071]
 >>> sorted(METHODS), dict(ALIASES), get_method("graph")[0].name
-(['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa'], {'graph': 'graphgpo'}, 'graphgpo')
+(['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa', 'triage'], {'graph': 'graphgpo'}, 'graphgpo')
 
 A method of one's own (here: every step gets its trajectory's success, 0 or 1):
 
@@ -72,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers import gigpo, graphgpo, grpo, hisr, rtmc, spa
+from wrappers import gigpo, graphgpo, grpo, hisr, rtmc, spa, triage
 from wrappers.batch import (
     COLUMNS,
     Signature,
@@ -404,11 +405,11 @@ register_method(
     columns=rtmc.BATCH_COLUMNS,
 )
 register_method(
-    "spa",
-    spa.estimate_batch,
-    spa.SPAConfig,
+    "triage",
+    triage.estimate_batch,
+    triage.TriageConfig,
     signature=states_only,
-    columns=spa.BATCH_COLUMNS,
+    columns=triage.BATCH_COLUMNS,
 )
 register_method(
     "hisr",
@@ -416,4 +417,11 @@ register_method(
     hisr.HISRConfig,
     signature=states_only,
     columns=hisr.BATCH_COLUMNS,
+)
+register_method(
+    "spa",
+    spa.estimate_batch,
+    spa.SPAConfig,
+    signature=states_only,
+    columns=spa.BATCH_COLUMNS,
 )
