@@ -182,7 +182,7 @@ class FeatureScorer:
     >>> from agentenvs.core import Step, Trajectory
     >>> win = Trajectory("t", "g", [Step("s", "good", 1.0)], success=True)
     >>> lose = Trajectory("t", "g", [Step("s", "bad", 0.0)], success=False)
-    >>> hs = FeatureScorer("hindsight", epochs=200, lr=0.05)
+    >>> hs = FeatureScorer("hindsight", epochs=30, lr=0.1)
     >>> report = hs.fit(turn_requests([win, lose] * 4))
     >>> (ll_good, n), (ll_bad, _) = hs.score([TurnRequest(win, 0, 1.0), TurnRequest(lose, 0, 1.0)])
     >>> n, report.loss_after < report.loss_before, ll_good > ll_bad
@@ -563,7 +563,7 @@ class HFScorer:
 def make_scorer(spec: Any, view: str) -> Any:
     """A scorer from ``spec``: a scorer object (returned as is; its ``view`` must match),
     ``"features"`` (:class:`FeatureScorer`), ``"hf:<dir>"`` or a local model directory
-    (:class:`HFScorer`), or ``"tiny"`` (the project's tiny offline LM, learners.llm.models).
+    (:class:`HFScorer`).
 
     >>> make_scorer("features", "policy")
     FeatureScorer('policy', classes=0, trained=False)
@@ -575,17 +575,13 @@ def make_scorer(spec: Any, view: str) -> Any:
         return spec
     if spec == "features":
         return FeatureScorer(view)
-    if spec == "tiny":
-        from learners.llm.models import resolve_model
-
-        return HFScorer(resolve_model("tiny"), view)
     if isinstance(spec, (str, Path)):
         path = str(spec)[3:] if str(spec).startswith("hf:") else spec
         if (Path(path) / "config.json").exists():
             return HFScorer(path, view)
     raise ValueError(
-        f"unknown scorer {spec!r}; use 'features', 'tiny', 'hf:<dir>', a local HF model "
-        "directory or a scorer object"
+        f"unknown scorer {spec!r}; use 'features', 'hf:<dir>', a local HF model directory or "
+        "a scorer object"
     )
 
 

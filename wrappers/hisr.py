@@ -128,8 +128,8 @@ class HISRConfig:
     sprm: Any = "features"
     """The segment process-reward model: a progress estimator or its spec (section 5)."""
     hindsight: Any = "features"
-    """The hindsight scorer (cloze view): a scorer or spec (``"features"``, ``"tiny"``, a model
-    directory)."""
+    """The hindsight scorer (cloze view): a scorer or spec (``"features"``, ``"hf:<dir>"`` or a
+    local HF model directory)."""
     policy_scorer: Any = "features"
     """The policy-view scorer, used where behaviour log-probs are not (``policy_source``)."""
     policy_source: str = "auto"
