@@ -3,9 +3,10 @@
 This module holds :class:`ALFWorldEnv`. The engine (textworld ``PddlEnv`` behind ALFWorld's
 demangler) produces every observation, admissible command and ``won`` flag; the env adds the
 ``<think>/<action>`` format rule, the step budget, rewards, the GraphGPO state key and
-goal-condition success. Games come from the shipped panel (splits ``train``/``test``) or, when
-``data_path`` or ``$ALFWORLD_DATA`` holds it, the official data (``train``/``valid_seen``/
-``valid_unseen``). Needs ``pip install agentenvs[alfworld]``; the module imports without it.
+goal-condition success (also ``info["progress"]``). Games come from the shipped panel (splits
+``train``/``test``) or, when ``data_path`` or ``$ALFWORLD_DATA`` holds it, the official data
+(``train``/``valid_seen``/``valid_unseen``). Needs ``pip install agentenvs[alfworld]``; the module
+imports without it.
 
 Observations: the intro at reset (``-= Welcome to TextWorld, ALFRED! =- ... Your task is to: ...``),
 then the engine's feedback for each command; a command the engine does not know gets ALFWorld's
@@ -165,14 +166,18 @@ class ALFWorldEnv(TextAgentEnv[str]):
         commands = list(self._state["admissible_commands"])
         return [c for c in commands if c != "help"] if self.drop_help else commands
 
-    def _extra_info(self) -> dict[str, Any]:
-        task_type = self._traj.get("task_type") or task_type_of(self.task_id or "")
+    def _task_type(self) -> str:
+        return self._traj.get("task_type") or task_type_of(self.task_id or "")
+
+    def _progress(self) -> float:
+        """Goal-condition progress: the share of the task's goal conditions that the engine's
+        PDDL facts satisfy now (docs/alfworld.md, *Goal-condition success*)."""
         facts = [(f.name, tuple(a.name for a in f.arguments)) for f in self._state["_facts"]]
+        return gcsr(facts, self._task_type(), self._traj.get("pddl_params", {}))
+
+    def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
-            "goal_condition_success_rate": gcsr(
-                facts, task_type, self._traj.get("pddl_params", {})
-            ),
-            "task_type": task_type,
+            "task_type": self._task_type(),
             "task": self._task,
             "gamefile": self.games.gamefile(self.task_id),
             "anchor": self._raw,
@@ -184,6 +189,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
     def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
         info = super()._info(action_valid, reason)
         info["is_action_valid"] = info["action_valid"]
+        info["goal_condition_success_rate"] = info["progress"]
         return info
 
     # -- helpers -------------------------------------------------------------------------------------

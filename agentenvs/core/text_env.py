@@ -3,7 +3,8 @@
 This module holds :class:`TextAgentEnv` (parse, penalise, count, keep the ``info`` contract).
 
 A subclass implements the game through six hooks: ``_load_task``, ``_observation``, ``_to_command``,
-``_apply``, ``_state_key`` and ``_admissible_actions`` (plus ``_extra_info`` if it has more to say).
+``_apply``, ``_state_key`` and ``_admissible_actions`` (plus ``_extra_info`` if it has more to say,
+and ``_progress`` for its privileged task progress).
 The base class does the rest the same way for every env:
 
 * ``reset(seed=..., options={"task_id": ...})`` picks the task: an explicit ``task_id`` wins, then
@@ -21,7 +22,9 @@ The base class does the rest the same way for every env:
   overrides ``_terminated``); ``truncated`` means ``max_steps`` reached without terminating. Stepping a
   finished episode raises :class:`gymnasium.error.ResetNeeded`.
 * Every ``info`` has ``won``, ``action_valid``, ``invalid_reason``, ``state_key``, ``task_id``,
-  ``admissible_actions`` and ``step`` (steps taken so far).
+  ``admissible_actions`` and ``step`` (steps taken so far), and ``progress`` where the env's
+  ``_progress`` hook gives one: how far the current state is toward completing the task, a float
+  in ``[0, 1]`` computed from privileged state, 1.0 exactly when won (docs/credit.md, section 11).
 
 The agent-facing hook: ``agent_prompt(style="reference", history_length=None)`` returns the env's
 :class:`~agentenvs.core.prompting.AgentPrompt`, everything an LLM learner needs to play the env:
@@ -52,6 +55,7 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 from agentenvs.core.parsing import ParsedAction, parse_action, parse_action_verl
+from agentenvs.core.progress import check_progress
 from agentenvs.core.prompting import AgentPrompt, generic_prompt
 from agentenvs.core.tasks import TaskPanel
 
@@ -225,6 +229,9 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
             "admissible_actions": self._admissible_actions(),
             "step": self._steps,
         }
+        progress = self._progress()
+        if progress is not None:
+            info["progress"] = check_progress(progress)
         info.update(self._extra_info())
         return info
 
@@ -256,6 +263,11 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     def _admissible_actions(self) -> list[str]:
         """Commands that are admissible now (may be empty when the env has no such list)."""
         return []
+
+    def _progress(self) -> float | None:
+        """Privileged progress of the current state in ``[0, 1]`` (1.0 exactly when won), or
+        ``None`` (the default) to leave ``info["progress"]`` out."""
+        return None
 
     def _extra_info(self) -> dict[str, Any]:
         """Env-specific ``info`` entries."""

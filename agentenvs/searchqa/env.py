@@ -17,6 +17,10 @@ answers); a search on the last turn retrieves nothing, as no one would read it.
 ``state_key`` is the question plus the sorted set of passage ids retrieved so far: what the agent
 knows, independent of how it phrased its queries or in which order it found the passages, so
 rollouts of one question that gathered the same evidence share a GiGPO anchor state.
+``info["progress"]`` is the share of the question's supporting documents retrieved so far (without
+recorded ones: whether a retrieved passage contains a golden answer), scaled by
+:data:`~agentenvs.core.progress.PENDING_SHARE`; after an answer it is the answer's exact match
+(docs/searchqa.md, *Progress*).
 
 Tasks: the embedded panel of single- and two-hop questions over the embedded corpus (splits
 ``train`` / ``test`` share no supporting document), or the user's Search-R1 / verl-agent QA files
@@ -46,16 +50,23 @@ from typing import Any
 
 from agentenvs.core import TextAgentEnv, text_space
 from agentenvs.core.parsing import ParsedAction
+from agentenvs.core.progress import pending_progress
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.spaces import TextSpace
 from agentenvs.core.tasks import TaskPanel
 from agentenvs.searchqa.actions import SearchAction, project_action
-from agentenvs.searchqa.corpus import load_corpus
+from agentenvs.searchqa.corpus import load_corpus, title_of
 from agentenvs.searchqa.passages import FORMATS, SEARCHR1_INVALID, format_information
 from agentenvs.searchqa.prompts import CompactSearchPrompt, SearchPrompt, SearchR1Prompt
 from agentenvs.searchqa.qa import QATask, load_tasks
 from agentenvs.searchqa.retrieval import Hit, Retriever
-from agentenvs.searchqa.score import exact_match, f1_score, matched_answer, sub_exact_match
+from agentenvs.searchqa.score import (
+    exact_match,
+    f1_score,
+    matched_answer,
+    normalize_answer,
+    sub_exact_match,
+)
 
 __all__ = ["REWARDS", "RETRIEVERS", "SearchQAEnv", "make_retriever"]
 
@@ -63,6 +74,11 @@ __all__ = ["REWARDS", "RETRIEVERS", "SearchQAEnv", "make_retriever"]
 REWARDS = ("em", "f1", "subem")
 #: In-process retrievers ``retriever=`` names.
 RETRIEVERS = ("bm25", "dense")
+
+
+#: A passage's normalised text, for the answer test of ``info["progress"]`` (~60 us per passage
+#: uncached; rollouts of one question retrieve the same passages again).
+_normalized_passage = lru_cache(maxsize=4096)(normalize_answer)
 
 
 @lru_cache(maxsize=8)
@@ -206,6 +222,7 @@ class SearchQAEnv(TextAgentEnv[str]):
         self._answer: str | None = None
         self._search_error: str | None = None
         self._scores = {"em": 0.0, "f1": 0.0, "subem": 0.0}
+        self._evidence: set[str] = set()
 
     def _parse(self, action: object) -> ParsedAction:
         self._action = parsed = project_action(action)
@@ -241,8 +258,28 @@ class SearchQAEnv(TextAgentEnv[str]):
         except Exception as err:  # a remote retriever's failure is an observation, not a crash
             self._search_error = f"{type(err).__name__}: {err}"
         self._retrieved.append([hit.id for hit in hits])
+        self._evidence.update(self._evidence_in(hits))
         self._observation_text = format_information(self.format, hits, self._search_error)
         return 0.0, False
+
+    def _evidence_in(self, hits: Sequence[Hit]) -> set[str]:
+        """The supporting titles among ``hits`` (``{""}`` for a task without any when a hit
+        contains a golden answer)."""
+        assert self.task is not None
+        if self.task.supporting_titles:
+            return {title_of(hit.contents) for hit in hits} & set(self.task.supporting_titles)
+        answers = [normalize_answer(a) for a in self.task.answers]
+        found = any(a in _normalized_passage(hit.contents) for hit in hits for a in answers)
+        return {""} if found else set()
+
+    def _progress(self) -> float:
+        """Exact match once answered; before, ``PENDING_SHARE`` times the share of the evidence
+        (supporting titles, or one answer-bearing passage) retrieved so far."""
+        assert self.task is not None
+        if self._answer is not None:
+            return self._scores["em"]
+        needed = len(set(self.task.supporting_titles)) or 1
+        return pending_progress(len(self._evidence) / needed)
 
     def _terminated(self) -> bool:
         return self._answer is not None

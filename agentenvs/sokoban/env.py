@@ -130,8 +130,9 @@ class SokobanEnv(TextAgentEnv):
         **kwargs: :class:`~agentenvs.core.TextAgentEnv` options (``split``,
             ``invalid_action_penalty``, ``action_format``, ``require_think``, ``render_mode``).
 
-    ``info`` adds ``boxes_on_target``, ``action_is_effective`` (the player moved) and ``room_seed``
-    (the generator seed actually used, which differs from the task seed only after a retry).
+    ``info`` adds ``boxes_on_target``, ``action_is_effective`` (the player moved), ``room_seed``
+    (the generator seed actually used, which differs from the task seed only after a retry) and
+    ``progress`` (:meth:`~agentenvs.sokoban.game.SokobanGame.progress`, docs/sokoban.md, *Progress*).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -257,6 +258,9 @@ class SokobanEnv(TextAgentEnv):
 
     def _admissible_actions(self) -> list[str]:
         return list(ACTIONS)
+
+    def _progress(self) -> float:
+        return self.game.progress()
 
     def _extra_info(self) -> dict[str, Any]:
         return {

@@ -1,21 +1,39 @@
 """Sokoban dynamics and rewards (docs/sokoban.md, *Dynamics and rewards*), on a flat list for speed.
 
 This module holds :class:`SokobanGame`, the mutable game state with gym-sokoban's transition and
-reward rules, and :data:`CELL_TEXT`, the text cell of each state code.
+reward rules (and its privileged progress, docs/sokoban.md, *Progress*), :func:`target_distances`
+(each cell's walking distance to the nearest target) and :data:`CELL_TEXT`, the text cell of each
+state code.
 
 >>> import numpy as np
 >>> fixed = np.array([[0,0,0,0,0],[0,1,1,1,0],[0,1,1,1,0],[0,1,2,1,0],[0,0,0,0,0]])
 >>> state = np.array([[0,0,0,0,0],[0,5,1,1,0],[0,1,4,1,0],[0,1,2,1,0],[0,0,0,0,0]])
 >>> game = SokobanGame(fixed, state)
+>>> round(game.progress(), 3)   # the box is 1 move from the target, the far corner 3
+0.667
 >>> game.step(4), game.step(2)   # push right = move right; push down solves
 ((-0.1, False, True), (10.9, True, True))
+>>> game.progress()
+1.0
 """
 
 from __future__ import annotations
 
+import functools
+from collections import deque
+from collections.abc import Sequence
+
 import numpy as np
 
-__all__ = ["SokobanGame", "CELL_TEXT", "PUSH_UP", "PUSH_DOWN", "PUSH_LEFT", "PUSH_RIGHT"]
+__all__ = [
+    "SokobanGame",
+    "CELL_TEXT",
+    "PUSH_UP",
+    "PUSH_DOWN",
+    "PUSH_LEFT",
+    "PUSH_RIGHT",
+    "target_distances",
+]
 
 WALL, FLOOR, TARGET, BOX_ON_TARGET, BOX, PLAYER, PLAYER_ON_TARGET = range(7)
 #: gym-sokoban action ids: 1-4 push (or move) up/down/left/right, 5-8 move only.
@@ -23,6 +41,38 @@ PUSH_UP, PUSH_DOWN, PUSH_LEFT, PUSH_RIGHT = 1, 2, 3, 4
 #: The reference stack's text cell per state code (space, symbol, space, TAB).
 CELL_TEXT = (" # \t", " _ \t", " O \t", " √ \t", " X \t", " P \t", " S \t")
 STEP_PENALTY, BOX_ON_REWARD, BOX_OFF_PENALTY, FINISH_REWARD = -0.1, 1.0, -1.0, 10.0
+
+
+def target_distances(fixed: Sequence[int], cols: int) -> tuple[int, ...]:
+    """Each cell's walking distance to the nearest target, in moves through non-wall cells.
+
+    ``fixed`` is the flat static layout (row-major, ``cols`` per row, codes as in
+    :class:`SokobanGame`). Walls get 0; a floor cell with no path to any target gets one more
+    than the largest finite distance (no such cell in a generated room).
+
+    >>> target_distances([0, 0, 0, 0, 0,
+    ...                   0, 1, 1, 2, 0,
+    ...                   0, 0, 0, 0, 0], 5)
+    (0, 0, 0, 0, 0, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0)
+    """
+    distance = [-1] * len(fixed)
+    queue = deque(i for i, code in enumerate(fixed) if code == TARGET)
+    for i in queue:
+        distance[i] = 0
+    while queue:
+        i = queue.popleft()
+        for j in (i - cols, i + cols, i - 1, i + 1):
+            if 0 <= j < len(fixed) and fixed[j] != WALL and distance[j] < 0:
+                distance[j] = distance[i] + 1
+                queue.append(j)
+    unreachable = max(distance, default=0) + 1
+    return tuple(
+        0 if code == WALL else (d if d >= 0 else unreachable)
+        for code, d in zip(fixed, distance, strict=True)
+    )
+
+
+_room_distances = functools.lru_cache(maxsize=4096)(target_distances)  # one BFS per room layout
 
 
 class SokobanGame:
@@ -51,6 +101,10 @@ class SokobanGame:
         self._prev_on_target = 0  # the reference starts from 0, not from the room
         self._deltas = (-self.cols, self.cols, -1, 1)
         self._text: str | None = None
+        self._distance = _room_distances(tuple(self.fixed), self.cols)
+        boxes = [i for i, code in enumerate(self.cells) if code in (BOX, BOX_ON_TARGET)]
+        self._spread = sum(self._distance[i] for i in boxes)  # kept up to date by step()
+        self._worst = len(boxes) * max(self._distance, default=0)
 
     @property
     def solved(self) -> bool:
@@ -75,6 +129,7 @@ class SokobanGame:
                 self.boxes_on_target += 1
             else:
                 cells[behind] = BOX
+            self._spread += self._distance[behind] - self._distance[target]
             moved = True
         elif cells[target] in (FLOOR, TARGET):
             moved = True
@@ -93,6 +148,13 @@ class SokobanGame:
             reward += FINISH_REWARD
         self._prev_on_target = self.boxes_on_target
         return reward, solved, moved
+
+    def progress(self) -> float:
+        """``1 - D / D_max`` (docs/sokoban.md, *Progress*): ``D`` sums each box's
+        :func:`target_distances` entry (0 on a target), ``D_max`` is the number of boxes times the
+        largest entry. 1.0 exactly when every box is on a target; a move without a push leaves it
+        unchanged, and with one target a push toward it adds ``1 / D_max``, away subtracts it."""
+        return 1.0 if self._worst == 0 else 1.0 - self._spread / self._worst
 
     def codes(self) -> np.ndarray:
         """State codes ``(rows, cols)``, int8, with 6 for the player standing on a target."""

@@ -22,6 +22,10 @@ This module holds :class:`SWEEnv`. One episode (docs/swe.md):
   the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved`` and ``patch`` (the
   workspace's diff against the snapshot); ``state_key`` is RTMC's state signature, so
   ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
+* ``progress="on_change"`` adds ``info["progress"]``: the share of the FAIL_TO_PASS tests that pass
+  in a graded copy of the workspace, re-run only after a step that changed files, scaled by
+  :data:`~agentenvs.core.progress.PENDING_SHARE`; 0 at reset and 1.0 or 0.0 once graded
+  (docs/swe.md, *Progress*). The default ``"off"`` leaves it out: each re-run costs a test run.
 
 Workspaces and grading copies are deleted when the episode ends, on ``reset`` and on ``close``.
 
@@ -42,6 +46,7 @@ from typing import Any
 
 from agentenvs.core import TaskPanel, TextAgentEnv
 from agentenvs.core.parsing import ParsedAction
+from agentenvs.core.progress import pending_progress
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.spaces import TextSpace
 from agentenvs.swe import mini, r2e
@@ -62,10 +67,12 @@ from agentenvs.swe.snapshot import git_diff
 from agentenvs.swe.task import Prepared, SWETask, embedded_tasks, prepare
 from agentenvs.swe.workspace import Workspace
 
-__all__ = ["SWEEnv", "TOOLSETS", "MAX_OBSERVATION_CHARS"]
+__all__ = ["SWEEnv", "TOOLSETS", "PROGRESS_MODES", "MAX_OBSERVATION_CHARS"]
 
 #: ``toolset`` values.
 TOOLSETS = ("r2e", "mini")
+#: ``progress`` values: no ``info["progress"]``, or FAIL_TO_PASS re-run after file changes.
+PROGRESS_MODES = ("off", "on_change")
 
 #: Longest observation: both output streams at the sandbox's default 1 MiB cap, plus framing.
 MAX_OBSERVATION_CHARS = 2 * 2**20 + 65_536
@@ -104,6 +111,9 @@ class SWEEnv(TextAgentEnv[str]):
             string exit codes, python-only views with auto-concise).
         step_budget_message: append R2E-Gym's ``Steps Remaining: k`` line to observations.
         invalid_action_penalty: reward of a call that does not parse is ``-invalid_action_penalty``.
+        progress: ``"off"`` (default: no ``info["progress"]``) or ``"on_change"`` (the FAIL_TO_PASS
+            tests re-run in a graded copy of the workspace after each step that changed files; one
+            test run each, about a second on the shipped tasks, see docs/swe.md, *Progress*).
         render_mode: ``None`` or ``"ansi"``.
     """
 
@@ -123,10 +133,13 @@ class SWEEnv(TextAgentEnv[str]):
         compat: bool = False,
         step_budget_message: bool = False,
         invalid_action_penalty: float = 0.0,
+        progress: str = "off",
         render_mode: str | None = None,
     ) -> None:
         if toolset not in TOOLSETS:
             raise ValueError(f"toolset must be one of {TOOLSETS}, got {toolset!r}")
+        if progress not in PROGRESS_MODES:
+            raise ValueError(f"progress must be one of {PROGRESS_MODES}, got {progress!r}")
         task_list = list(embedded_tasks() if tasks is None else tasks)
         self._tasks = {t.instance_id: t for t in task_list}
         if len(self._tasks) != len(task_list):
@@ -155,6 +168,8 @@ class SWEEnv(TextAgentEnv[str]):
         self.restore_all_tests = restore_all_tests
         self.compat = compat
         self.step_budget_message = step_budget_message
+        self.progress = progress
+        self._f2p_share = 0.0
         self.signature = SWESignature()
         self.task: SWETask | None = None
         self._prepared: Prepared | None = None
@@ -186,6 +201,7 @@ class SWEEnv(TextAgentEnv[str]):
         template = R2E_INSTANCE_PROMPT if self.toolset == "r2e" else MINI_INSTANCE_PROMPT
         self._obs = template.format(problem_statement=issue_text(self.task.problem_statement))
         self._last, self._grade = {}, None
+        self._f2p_share = 0.0
         self._finished = False
         self._refused = False
         self._started = time.monotonic()
@@ -236,6 +252,8 @@ class SWEEnv(TextAgentEnv[str]):
             "action_key": self.signature.action_signature(call),
         }
         self._sig.update(call)
+        if changes and self.progress == "on_change":
+            self._f2p_share = self._measure_f2p_share()
         if not call.valid:
             self._format_ok, self._format_reason = False, _first_line(outcome.observation)
             return 0.0, False
@@ -249,6 +267,15 @@ class SWEEnv(TextAgentEnv[str]):
 
     def _state_key(self) -> str:
         return self._sig.key()
+
+    def _progress(self) -> float | None:
+        """``None`` with ``progress="off"``; once graded, 1.0 if resolved else 0.0; before,
+        ``PENDING_SHARE`` times the FAIL_TO_PASS share of the last re-run (0 at reset)."""
+        if self.progress == "off":
+            return None
+        if self._grade is not None:
+            return float(self._grade.resolved)
+        return pending_progress(self._f2p_share)
 
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -278,6 +305,8 @@ class SWEEnv(TextAgentEnv[str]):
         if truncated and self.evaluate_on_truncation and self._grade is None:
             reward, self._won = self._finish()
             info.update(self._extra_info(), won=self._won)
+            if self.progress != "off":
+                info["progress"] = self._progress()
         if terminated or truncated:
             info["patch"] = self._patch()
             info["won"] = bool(self._won)
@@ -310,24 +339,34 @@ class SWEEnv(TextAgentEnv[str]):
     # -- helpers -----------------------------------------------------------------------------------
     def _finish(self) -> tuple[float, bool]:
         """Grade a copy of the workspace in a fresh sandbox run: ``(reward, won)``."""
+        assert self.task is not None
+        self._grade = self._grade_copy(self.task.FAIL_TO_PASS, self.task.PASS_TO_PASS)
+        return float(self._grade.resolved), self._grade.resolved
+
+    def _measure_f2p_share(self) -> float:
+        """The share of the FAIL_TO_PASS tests that pass in a graded copy of the workspace."""
+        assert self.task is not None
+        run = self._grade_copy(self.task.FAIL_TO_PASS, ())
+        return run.n_f2p_passed / max(run.n_f2p, 1)
+
+    def _grade_copy(self, fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]) -> Grade:
+        """Run the given tests the way grading does, in a copy of the workspace (deleted after)."""
         assert self._workspace is not None and self.task is not None and self._prepared
         copy = self._workspace.copy()
         try:
             if self.task.test_patch and not _apply_patch(copy.path, self.task.test_patch):
-                self._grade = Grade(resolved=False, log="the test patch did not apply")
-            else:
-                self._grade = grade(
-                    lambda c, w, t: self.sandbox.run(c, w, timeout=t, merge_stderr=True),
-                    copy.path,
-                    self.task.FAIL_TO_PASS,
-                    self.task.PASS_TO_PASS,
-                    hidden=self._restored_files(),
-                    command=self.task.test_command,
-                    timeout=self.grading_timeout,
-                )
+                return Grade(resolved=False, log="the test patch did not apply")
+            return grade(
+                lambda c, w, t: self.sandbox.run(c, w, timeout=t, merge_stderr=True),
+                copy.path,
+                fail_to_pass,
+                pass_to_pass,
+                hidden=self._restored_files(),
+                command=self.task.test_command,
+                timeout=self.grading_timeout,
+            )
         finally:
             copy.cleanup()
-        return float(self._grade.resolved), self._grade.resolved
 
     def _restored_files(self) -> dict[str, bytes]:
         """The files grading writes over the agent's tree: the withheld tests, and with

@@ -12,7 +12,10 @@ action: ``-invalid_action_penalty``, the page unchanged, and a note at the end o
 Tasks are the canonical goal list (``goal-<i>``: the same goal on every machine); split ``test``
 holds goals 0-499, ``train`` the rest (verl-agent's split); ``reset(options={"weighted": True})``
 draws by WebShop's goal weights instead of uniformly. ``state_key`` is the page as the agent
-sees it (without any invalid-action note), so rollouts of one goal share keys.
+sees it (without any invalid-action note), so rollouts of one goal share keys. ``info["progress"]``
+is the shop's own score of buying the open product with the selected options, scaled by
+:data:`~agentenvs.core.progress.PENDING_SHARE` (0 where no product is open), and the purchase's
+score once bought (docs/webshop.md, *Progress*).
 
 The env in full (catalogue, pages, score, compat mode, info keys): docs/webshop.md.
 
@@ -33,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.core import TextAgentEnv, text_space
+from agentenvs.core.progress import pending_progress
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.tasks import TaskPanel
 from agentenvs.webshop.pages import to_text_rich
@@ -129,6 +133,8 @@ class WebShopEnv(TextAgentEnv[str]):
         self.action_space = text_space()
         self.session: Session | None = None
         self.verl_fallback_chars = 20 if compat == "verl-agent" else None
+        self._scores: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._scores_goal: int | None = None
 
     # -- agent-facing hook ---------------------------------------------------------------------------
     def agent_prompt(
@@ -198,6 +204,23 @@ class WebShopEnv(TextAgentEnv[str]):
         assert self.session is not None
         search = ["search[<your query>]"] if self.session.kind == "search" else []
         return search + [f"click[{c}]" for c in self.session.clickables() if c != "search"]
+
+    def _progress(self) -> float:
+        """The purchase score of the open product with the selected options, times
+        ``PENDING_SHARE``; 0 with no product open; the score itself once bought. Scores are
+        cached per (product, options) for the current goal."""
+        session = self.session
+        assert session is not None
+        if session.done:
+            return float(session.score or 0.0)
+        if session.asin is None:
+            return 0.0
+        if self._scores_goal != session.goal_index:
+            self._scores, self._scores_goal = {}, session.goal_index
+        key = (session.asin, tuple(session.options.items()))
+        if key not in self._scores:
+            self._scores[key] = self.shop.score(session.goal, session.asin, session.options)[0]
+        return pending_progress(self._scores[key])
 
     def _extra_info(self) -> dict[str, Any]:
         session = self.session
