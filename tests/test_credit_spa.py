@@ -343,7 +343,6 @@ def test_hf_estimator_is_causal_deterministic_and_truncates(tiny_dir, tmp_path):
     assert cut[0] == 0.0 and cut[2] != 0.0 and "left truncation" in str(caught[0].message)
 
 
-@pytest.mark.slow
 def test_hf_estimator_sum_error_drops_tenfold(tiny_dir):
     from wrappers.progress import HFProgressEstimator
 
@@ -390,7 +389,6 @@ def test_progress_wrapper_trains_online_on_sokoban_discrete():
     assert sum_loss(config.estimator.contributions(buffered), targets) < 0.5 * zero_loss
 
 
-@pytest.mark.slow
 def test_credit_ppo_learns_with_spa():
     pytest.importorskip("stable_baselines3")
     from learners.sb3 import CreditPPO, make_credit_vec_env
