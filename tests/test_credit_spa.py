@@ -251,6 +251,26 @@ def _toy_task(rng, m=48):
     return trajs, targets
 
 
+def test_online_refits_continue_for_refit_epochs():
+    """The first online fit runs the estimator's own epochs, later ones ``refit_epochs`` passes
+    from the current weights (cheap), and the loss keeps falling."""
+    trajs, _ = _toy_task(np.random.default_rng(4), m=8)
+    config = SPAConfig(estimator_options={"epochs": 40, "seed": 0}, refit_every=1, refit_epochs=3)
+    groups = [
+        [Trajectory("t", str(g), t.steps, success=k % 2 == 0, traj_id=str(k)) for k, t in
+         enumerate(trajs)]
+        for g in range(3)
+    ]  # fmt: skip
+    reports = []
+    for group in groups:
+        assign_advantages([group], "spa", config)
+        reports.append(config.buffer.last)
+    assert [r.epochs for r in reports] == [40, 3, 3]
+    assert reports[1].loss_before > 0 and reports[2].loss_after < reports[1].loss_before
+    with pytest.raises(ValueError, match="refit_epochs"):
+        SPAConfig(refit_epochs=0)
+
+
 def test_feature_estimator_sums_regress_to_the_outcome():
     trajs, targets = _toy_task(np.random.default_rng(3), m=32)
     est = FeatureProgressEstimator(epochs=250, lr=2e-2, positions=0, seed=0)
@@ -357,8 +377,9 @@ def test_hf_estimator_sum_error_drops_tenfold(tiny_dir):
 # -- wrappers and learners -----------------------------------------------------------------------------
 def test_progress_wrapper_trains_online_on_sokoban_discrete():
     config = make_config(
-        "spa", outcome="return", estimator_options={"epochs": 30, "hidden": 32, "seed": 0}
-    )
+        "spa", outcome="return", refit_every=1, refit_epochs=None,
+        estimator_options={"epochs": 30, "hidden": 32, "seed": 0},
+    )  # fmt: skip
     env = ProgressCreditWrapper(
         gym.make("agentenvs/SokobanDiscrete-v0", max_steps=10), group_size=4, config=config
     )

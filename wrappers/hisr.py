@@ -146,6 +146,9 @@ class HISRConfig:
     """Refit the SPRM and the scorers from the trajectories credited so far (section 5.2)."""
     refit_every: int = 4
     """Refit after every this many credited groups."""
+    refit_epochs: int | None = 10
+    """Passes of every refit after the first, which continue from the models' current weights
+    (``None``: each model's own setting, e.g. 200 for the ``"features"`` SPRM: seconds per refit)."""
     buffer_size: int = 256
     """Most recent trajectories kept for refits."""
     advantage: str = "group_relative"
@@ -172,6 +175,8 @@ class HISRConfig:
             raise ValueError("logratio_clip must be > 0 or None")
         if self.refit_every < 1 or self.buffer_size < 1:
             raise ValueError("refit_every and buffer_size must be >= 1")
+        if self.refit_epochs is not None and self.refit_epochs < 1:
+            raise ValueError("refit_epochs must be >= 1 or None")
         if not 0.0 <= self.gamma <= 1.0 or self.eps < 0:
             raise ValueError("gamma must lie in [0, 1] and eps be >= 0")
         self.markers = tuple(self.markers)
@@ -498,12 +503,14 @@ class OnlineTrainer:
         report: dict[str, float] = {}
         targets = [trajectory_outcome(t, config.outcome) for t in data]
         ends = [segment_ends(_segments_of(t, config)) for t in data]
-        report["sprm_loss"] = config.sprm.fit(data, targets, ends).loss_after
+        passes = config.refit_epochs if self.fits else None  # the first fit: the models' own
+        report["sprm_loss"] = config.sprm.fit(data, targets, ends, epochs=passes).loss_after
         if config.use_hindsight:
             requests = turn_requests(data, config.outcome)
-            report["hindsight_loss"] = config.hindsight.fit(requests).loss_after
+            report["hindsight_loss"] = config.hindsight.fit(requests, epochs=passes).loss_after
             if _policy_side(requests, config) == "scorer":
-                report["policy_loss"] = config.policy_scorer.fit(requests).loss_after
+                fitted = config.policy_scorer.fit(requests, epochs=passes)
+                report["policy_loss"] = fitted.loss_after
         report["fit_seconds"] = time.perf_counter() - start
         self.fits += 1
         return report

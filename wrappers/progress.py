@@ -88,9 +88,10 @@ class ProgressEstimator(Protocol):
     """What SPA and HISR need of a progress estimator (docs/spa.md, section 5).
 
     ``contributions(trajectories, ends=None)`` gives, per trajectory, one float64 contribution per
-    unit (steps when ``ends`` is ``None``, else segments). ``fit(trajectories, targets, ends=None)``
-    trains so that each trajectory's contributions sum to its target and returns a
-    :class:`FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
+    unit (steps when ``ends`` is ``None``, else segments). ``fit(trajectories, targets, ends=None,
+    epochs=None)`` trains so that each trajectory's contributions sum to its target, for ``epochs``
+    passes (``None``: the estimator's own setting; an online refit continues from the current
+    weights and needs few), and returns a :class:`FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
     """
 
     trained: bool
@@ -104,6 +105,7 @@ class ProgressEstimator(Protocol):
         trajectories: Sequence[Trajectory],
         targets: Sequence[float],
         ends: Sequence[Sequence[int]] | None = None,
+        epochs: int | None = None,
     ) -> FitReport: ...
 
     def state_dict(self) -> dict: ...
@@ -230,6 +232,7 @@ class TabularProgressEstimator:
         trajectories: Sequence[Trajectory],
         targets: Sequence[float],
         ends: Sequence[Sequence[int]] | None = None,
+        epochs: int | None = None,
     ) -> FitReport:
         """Gradient descent on ``mean_i (sum_u w[key_iu] - R_i)^2`` (gradient factor 2 kept)."""
         start = time.perf_counter()
@@ -251,12 +254,13 @@ class TabularProgressEstimator:
         m = max(len(keys), 1)
         before = float(np.mean((design @ w - y) ** 2)) if len(keys) else 0.0
         step = 2.0 * self.options["lr"] / m
-        for _ in range(self.options["iterations"]):
+        iterations = self.options["iterations"] if epochs is None else int(epochs)
+        for _ in range(iterations):
             w -= step * (design.T @ (design @ w - y))
         after = float(np.mean((design @ w - y) ** 2)) if len(keys) else 0.0
         self.weights = dict(zip(index, w.tolist(), strict=True))
         self.trained = True
-        return FitReport(before, after, self.options["iterations"], time.perf_counter() - start)
+        return FitReport(before, after, iterations, time.perf_counter() - start)
 
     def state_dict(self) -> dict:
         """``{"keys": [...], "weights": [...]}`` (plain lists; keys are nested tuples)."""
@@ -454,6 +458,7 @@ class FeatureProgressEstimator:
         trajectories: Sequence[Trajectory],
         targets: Sequence[float],
         ends: Sequence[Sequence[int]] | None = None,
+        epochs: int | None = None,
     ) -> FitReport:
         """Adam on the mean squared sum error over ``trajectories`` (see the class docstring)."""
         import torch
@@ -487,7 +492,8 @@ class FeatureProgressEstimator:
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
         bs = self.options["batch_size"]
-        for _ in range(self.options["epochs"]):
+        epochs = self.options["epochs"] if epochs is None else int(epochs)
+        for _ in range(epochs):
             order = rng.permutation(m) if bs < m else everyone
             for lo in range(0, m, bs):
                 loss = errors(np.sort(order[lo : lo + bs])).mean()
@@ -498,7 +504,7 @@ class FeatureProgressEstimator:
             after = float(errors(everyone).mean())
         self._fits += 1
         self.trained = True
-        return FitReport(before, after, self.options["epochs"], time.perf_counter() - start)
+        return FitReport(before, after, epochs, time.perf_counter() - start)
 
     def state_dict(self) -> dict:
         """The network's tensors (``net.*``), its input size and the fit count."""
@@ -733,6 +739,7 @@ class HFProgressEstimator:
         trajectories: Sequence[Trajectory],
         targets: Sequence[float],
         ends: Sequence[Sequence[int]] | None = None,
+        epochs: int | None = None,
     ) -> FitReport:
         """AdamW on the mean squared sum error over ``trajectories`` (see the class docstring)."""
         import torch
@@ -772,7 +779,8 @@ class HFProgressEstimator:
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
         bs = self.options["batch_size"]
-        for _ in range(self.options["epochs"]):
+        epochs = self.options["epochs"] if epochs is None else int(epochs)
+        for _ in range(epochs):
             order = rng.permutation(m)
             for lo in range(0, m, bs):
                 loss = errors(order[lo : lo + bs]).mean()
@@ -784,7 +792,7 @@ class HFProgressEstimator:
             after = float(errors(everyone).mean())
         self._fits += 1
         self.trained = True
-        return FitReport(before, after, self.options["epochs"], time.perf_counter() - start)
+        return FitReport(before, after, epochs, time.perf_counter() - start)
 
     def state_dict(self) -> dict:
         """The head's tensors (``head.*``), the backbone's (``backbone.*``) when it trains, and
