@@ -4,7 +4,7 @@ SPA and HISR turn an outcome into dense per-step *rewards* (progress contributio
 modulated segment rewards) fused with a *grounding* reward for executable actions. The papers
 train on those rewards with PPO + GAE and a learned critic; our learners take advantages straight
 from the credit wrapper, so the rewards become advantages here, critic-free, as docs/credit.md
-("Dense rewards to advantages") states.
+states (section 12, "Dense rewards to advantages").
 
 This module holds:
 
