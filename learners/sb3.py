@@ -60,6 +60,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
 
 from agentenvs.core import Trajectory
 from wrappers import METHODS, CreditWrapper
+from wrappers.rewards import reward_to_go
 
 __all__ = [
     "CreditPPO",
@@ -76,13 +77,7 @@ def discounted_returns(rewards: Sequence[float] | np.ndarray, gamma: float) -> n
     >>> discounted_returns([1.0, 0.0, 10.0], 0.5).tolist()
     [3.5, 5.0, 10.0]
     """
-    rewards = np.asarray(rewards, dtype=np.float64)
-    out = np.empty_like(rewards)
-    running = 0.0
-    for t in range(len(rewards) - 1, -1, -1):
-        running = rewards[t] + gamma * running
-        out[t] = running
-    return out
+    return reward_to_go(rewards, gamma)
 
 
 class CreditRolloutBuffer(RolloutBuffer):

@@ -3,11 +3,6 @@ docs/hisr.md section 7, the properties of section 8, the scorers, and the method
 
 from __future__ import annotations
 
-import csv
-import subprocess
-import sys
-from pathlib import Path
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -53,7 +48,6 @@ from wrappers.segments import (
     repair_segments,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 SEGS_71 = [(0, 0), (1, 2), (3, 3), (4, 4)]
 R_HAT_71 = np.array([0.10, 0.20, 0.10, 0.60])
 MEAN_LOG_RATIO_71 = np.array([-0.03, 0.06, 0.03, -0.06, 0.0])
@@ -597,20 +591,3 @@ def test_credit_ppo_learns_with_hisr():
     model.learn(384)
     assert model.num_timesteps >= 384 and config.trainer.fits >= 1
     assert np.isfinite(model.logger.name_to_value["train/loss"])
-
-
-@pytest.mark.slow
-def test_train_llm_runs_with_hisr(tmp_path):
-    pytest.importorskip("transformers")
-    cmd = [
-        sys.executable, "examples/train_llm.py", "--env", "agentenvs/Sokoban-v0", "--model",
-        "tiny", "--iterations", "1", "--credit", "hisr", "--eval-tasks", "4", "--out",
-        str(tmp_path), "--threads", "1", "--format-warm-start", "0",
-        "--credit-config", '{"refit_every": 1}',
-    ]  # fmt: skip
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with (tmp_path / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    keys = {k for r in rows for k, v in r.items() if v and k.startswith("credit/")}
-    assert {"credit/sprm_seconds", "credit/sprm_fallbacks", "credit/hindsight_loss"} <= keys

@@ -525,23 +525,3 @@ def test_credit_ppo_learns_with_triage():
     model = CreditPPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1, seed=0)
     assert model.learn(64).num_timesteps >= 64
     assert np.isfinite(model.rollout_buffer.advantages).all()
-
-
-@pytest.mark.slow
-def test_train_llm_with_triage_and_the_oracle(tmp_path):
-    import csv
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    cmd = [sys.executable, "examples/train_llm.py", "--env", "agentenvs/Sokoban-v0", "--model", "tiny",
-           "--iterations", "1", "--credit", "triage", "--judge", "oracle", "--eval-tasks", "4",
-           "--out", str(tmp_path), "--threads", "1"]  # fmt: skip
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=1200)
-    assert done.returncode == 0, done.stderr[-3000:]
-    with (tmp_path / "metrics.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    assert any(float(r.get("credit/judge_calls") or 0) > 0 for r in rows)

@@ -61,3 +61,28 @@ def test_the_flagship_script_trains_on(env_id, needs, extra, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "test success (greedy, 8 tasks)" in done.stdout
     assert (tmp_path / "policy" / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("credit", "extra", "keys"),
+    [
+        ("triage", ["--judge", "oracle"], {"credit/judge_calls", "credit/judge_seconds"}),
+        ("spa", ["--credit-config", '{"refit_every": 1}'], {"credit/estimator_loss"}),
+        ("hisr", ["--credit-config", '{"refit_every": 1}'], {"credit/sprm_seconds"}),
+    ],
+)
+def test_the_flagship_script_trains_with_model_based_credit(credit, extra, keys, tmp_path):
+    """``examples/train_llm.py --credit {triage,spa,hisr}``: the model-based methods train the LLM
+    through their wrappers like any other, and their costs reach the learner's metrics."""
+    cmd = [
+        sys.executable, "examples/train_llm.py", "--iterations", "1", "--credit", credit,
+        "--groups", "2", "--group-size", "4", "--format-warm-start", "2", "--eval-tasks", "2",
+        "--export", "none", "--out", str(tmp_path), "--threads", "1", *extra,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with (tmp_path / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    reported = {k for r in rows for k, v in r.items() if v and k.startswith("credit/")}
+    assert keys <= reported, reported
+    assert float(rows[-1]["credit_time_share"]) >= 0.0

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.core import Trajectory
+from wrappers.stats import discounted_returns
 
 __all__ = [
     "INVALID_ACTION_MARKERS",
@@ -83,15 +84,10 @@ def grounding(
     return out
 
 
-def reward_to_go(rewards: np.ndarray, gamma: float = 1.0) -> np.ndarray:
-    """float64 ``(n,)``: ``G_t = sum_{k >= t} gamma^(k - t) r_k``."""
-    rewards = np.asarray(rewards, np.float64)
-    out = np.empty_like(rewards)
-    running = 0.0
-    for t in range(len(rewards) - 1, -1, -1):
-        running = rewards[t] + gamma * running
-        out[t] = running
-    return out
+def reward_to_go(rewards: Sequence[float] | np.ndarray, gamma: float = 1.0) -> np.ndarray:
+    """float64 ``(n,)``: ``G_t = sum_{k >= t} gamma^(k - t) r_k`` of one trajectory's rewards."""
+    rewards = np.asarray(rewards, np.float64).reshape(-1)
+    return discounted_returns(rewards, np.array([0, len(rewards)]), gamma)
 
 
 def group_relative_returns(
