@@ -106,7 +106,9 @@ def _traj(tid: str, n: int, success: bool = True, invalid=(), **kw) -> Trajector
 
 
 def _config(segments, r_hat, hind, pol=None, **options) -> HISRConfig:
-    """A config with a fixed segmentation, SPRM and scorers (nothing trained online)."""
+    """A config with a fixed segmentation, SPRM and scorers (nothing trained online) and the
+    paper's indicator grounding unless ``options`` say otherwise."""
+    options = {"grounding_mode": "indicator", **options}
     return HISRConfig(
         segmenter=lambda t: segments[t.traj_id],
         sprm=FixedSPRM(r_hat),
@@ -394,7 +396,7 @@ def test_behaviour_log_probs_feed_the_policy_side():
 
 def test_untrained_models_fall_back_openly():
     g = [_traj(str(i), 4, success=i % 2 == 0) for i in range(4)]
-    config = HISRConfig(online=False, advantage="rewards")
+    config = HISRConfig(online=False, advantage="rewards", grounding_mode="indicator")
     rewards = trajectory_rewards(g, config)
     for t, r in zip(g, rewards, strict=True):
         assert t.info["credit"]["sprm_fallbacks"] == 1

@@ -49,7 +49,9 @@ class FixedEstimator:
 
 
 def fixed(table, **options):
-    """A config whose contributions are ``table[traj_id]`` (no online fitting)."""
+    """A config whose contributions are ``table[traj_id]`` (no online fitting; the paper's
+    indicator grounding unless ``options`` say otherwise)."""
+    options = {"grounding_mode": "indicator", **options}
     return SPAConfig(estimator=FixedEstimator(table), online=False, **options)
 
 

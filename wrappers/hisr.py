@@ -57,6 +57,7 @@ __all__ = [
     "NORMALISATIONS",
     "PLACEMENTS",
     "ADVANTAGES",
+    "GROUNDING_MODES",
     "POLICY_SOURCES",
     "BATCH_COLUMNS",
     "action_log_importance",
@@ -80,6 +81,8 @@ NORMALISATIONS = ("mass_preserving", "paper_l1", "none")
 PLACEMENTS = ("segment_end", "spread_uniform")
 #: What :func:`estimate_batch` returns: group-relative reward-to-go, or the fused rewards.
 ADVANTAGES = ("group_relative", "rewards")
+#: The grounding term: ``g`` in {0, 1} (the paper) or ``g - 1`` in {-1, 0} (docs/hisr.md, 4.5).
+GROUNDING_MODES = ("indicator", "penalty")
 #: Where the policy log-likelihood comes from (docs/hisr.md, section 3.3).
 POLICY_SOURCES = ("auto", "behaviour", "scorer")
 #: HISR reads no state or action codes, only ``StepBatch.trajectories``.
@@ -120,6 +123,10 @@ class HISRConfig:
     """``False``: every step its own segment (the paper's "w/o SPR")."""
     use_grounding: bool = True
     """``False``: ``alpha`` taken as 0 (the paper's "w/o AGS")."""
+    grounding_mode: str = "penalty"
+    """``"penalty"`` (default): the grounding term is ``g - 1`` (0 for an executable action, -1
+    otherwise); ``"indicator"`` (the paper): ``g``. Under the critic-free reward-to-go a constant
+    reward per executable step is a bonus for long episodes (docs/hisr.md, section 4.5)."""
     logratio_clip: float | None = None
     """Clamp on a turn's mean log-ratio (nats per unit) before dividing by ``beta``; ``None``: off."""
     segmenter: Any = "progress"
@@ -167,6 +174,7 @@ class HISRConfig:
         _choice("policy_source", self.policy_source, POLICY_SOURCES)
         _choice("outcome", self.outcome, OUTCOMES)
         _choice("advantage", self.advantage, ADVANTAGES)
+        _choice("grounding_mode", self.grounding_mode, GROUNDING_MODES)
         if not self.beta > 0:
             raise ValueError(f"beta must be > 0, got {self.beta}")
         if not 0.0 <= self.alpha <= 1.0:
@@ -441,7 +449,7 @@ def trajectory_rewards(
             r_hat,
             lz,
             s,
-            g,
+            g - 1.0 if config.grounding_mode == "penalty" else g,
             alpha=config.alpha if config.use_grounding else 0.0,
             aggregation=config.segment_aggregation,
             normalisation=config.normalisation,

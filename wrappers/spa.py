@@ -7,7 +7,9 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
   ``sum_t c_t ~ R``), or a baseline source (``mean``: ``R/n``; ``sparse``: ``R`` on the last step;
   ``random``: U[0, 1]; ``loo_baseline``: ``R`` minus the mean outcome of the rest of the group);
 * grounding ``g_t``: 1 where the action executed, else 0 (:func:`wrappers.rewards.grounding`);
-* fused step reward ``r_t = alpha * c_t + beta * g_t`` (``grounding_mode="penalty"``: ``g_t - 1``);
+* fused step reward ``r_t = alpha * c_t + beta * g_t`` with the paper's indicator ``g_t``
+  (``grounding_mode="indicator"``), or ``alpha * c_t + beta * (g_t - 1)`` (``"penalty"``, the
+  default: no bonus for long episodes under the critic-free reward-to-go);
 * advantage: the reward-to-go of ``r`` normalised over the group's steps (``advantage=
   "group_relative"``), or ``r`` itself (``advantage="rewards"``) for a learner running its own GAE.
 
@@ -22,9 +24,12 @@ maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`, :func:`ga
 ...                   final_observation="Nothing happens.")
 >>> config = SPAConfig(contribution_source="mean", advantage="rewards")
 >>> [a.tolist() for a in estimate([won, lost], config)]
-[[1.0, 1.0], [0.5, 0.0]]
+[[0.5, 0.5], [0.0, -0.5]]
 >>> won.steps[1].extras["spa"]
-{'contribution': 0.5, 'grounding': 1.0, 'reward': 1.0}
+{'contribution': 0.5, 'grounding': 1.0, 'reward': 0.5}
+>>> paper = SPAConfig(contribution_source="mean", advantage="rewards", grounding_mode="indicator")
+>>> [a.tolist() for a in estimate([won, lost], paper)]
+[[1.0, 1.0], [0.5, 0.0]]
 """
 
 from __future__ import annotations
@@ -102,7 +107,10 @@ class SPAConfig:
 
     Attributes:
         alpha: weight of the contribution (paper: 1.0). beta: weight of grounding (paper: 0.5).
-        grounding_mode: ``"indicator"`` (paper, ``g`` in {0, 1}) or ``"penalty"`` (``g - 1``).
+        grounding_mode: ``"penalty"`` (default: ``g - 1``, 0 for an executable action and -1
+            otherwise) or ``"indicator"`` (the paper: ``g`` in {0, 1}). Under the critic-free
+            reward-to-go, the indicator's constant reward per executable step is a bonus for long
+            episodes (docs/spa.md, section 6).
         markers: observation texts that mark a non-executed action. use_action_valid: also read
             ``Step.action_valid`` (default ``True``).
         outcome: ``"success"`` (1/0 from the ``won`` flag, default) or ``"return"`` (the env return,
@@ -130,7 +138,7 @@ class SPAConfig:
 
     alpha: float = 1.0
     beta: float = 0.5
-    grounding_mode: str = "indicator"
+    grounding_mode: str = "penalty"
     markers: tuple[str, ...] = INVALID_ACTION_MARKERS
     use_action_valid: bool = True
     outcome: str = "success"
