@@ -50,6 +50,7 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers.batch import action_signature
+from wrappers.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
 from wrappers.progress import FitReport
 
 __all__ = [
@@ -422,8 +423,8 @@ class HFScorer:
         self._model: Any = None
         self._tokenizer: Any = None
         self.trained = True
-        if not isinstance(model, tuple) and not (Path(model) / "config.json").exists():
-            raise ValueError(f"{model!r} is not a local HF model directory (no config.json)")
+        if not isinstance(model, tuple):
+            check_model_dir(model)
 
     def __repr__(self) -> str:
         source = "<model>" if isinstance(self._source, tuple) else str(self._source)
@@ -431,16 +432,11 @@ class HFScorer:
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None:
-            import torch
-
             if isinstance(self._source, tuple):
                 model, tok = self._source
             else:
-                from transformers import AutoModelForCausalLM, AutoTokenizer
-
-                tok = AutoTokenizer.from_pretrained(str(self._source))
-                model = AutoModelForCausalLM.from_pretrained(str(self._source))
-            device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
+                model, tok = load_causal_lm(self._source, self._device)
+            device = default_device(self._device)
             if self.lora_rank > 0:
                 from peft import LoraConfig, get_peft_model
 
@@ -577,7 +573,7 @@ def make_scorer(spec: Any, view: str) -> Any:
         return FeatureScorer(view)
     if isinstance(spec, (str, Path)):
         path = str(spec)[3:] if str(spec).startswith("hf:") else spec
-        if (Path(path) / "config.json").exists():
+        if is_model_dir(path):
             return HFScorer(path, view)
     raise ValueError(
         f"unknown scorer {spec!r}; use 'features', 'hf:<dir>', a local HF model directory or "

@@ -52,6 +52,7 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers.batch import action_signature, hashable_key
+from wrappers.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
 
 __all__ = [
     "ProgressEstimator",
@@ -577,18 +578,13 @@ class HFProgressEstimator:
         seed: int = 0,
     ) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        model_dir = Path(model_dir).expanduser()
-        if not (model_dir / "config.json").exists():
-            raise FileNotFoundError(
-                f"{model_dir} is not a local HF model directory (no config.json)"
-            )
+        model_dir = check_model_dir(model_dir)
         if lr <= 0 or epochs < 0 or batch_size < 1 or max_tokens < 1 or grad_clip <= 0:
             raise ValueError(
                 "need lr > 0, epochs >= 0, batch_size >= 1, max_tokens >= 1, grad_clip > 0"
             )
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        device = default_device(device)
         dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
         self.options = {
             "model_dir": str(model_dir),
@@ -604,13 +600,9 @@ class HFProgressEstimator:
             "dtype": dtype,
             "seed": int(seed),
         }
-        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        self.backbone, self.tokenizer = load_causal_lm(model_dir, device, dtype)
         if not self.tokenizer.is_fast:
             raise ValueError(f"{model_dir}: the estimator needs a fast tokenizer (offsets mapping)")
-        self.backbone = AutoModelForCausalLM.from_pretrained(
-            model_dir, dtype=getattr(torch, dtype)
-        ).to(device)
-        self.backbone.eval()
         self.backbone.requires_grad_(bool(train_backbone))
         d = self.backbone.config.hidden_size
         with torch.random.fork_rng(devices=[]):
@@ -877,7 +869,7 @@ def make_estimator(spec: Any = "features", **options: Any) -> ProgressEstimator:
     if text.startswith("hf:"):
         return HFProgressEstimator(text[3:], **options)
     path = Path(text).expanduser()
-    if path.is_dir() and (path / "config.json").exists():
+    if is_model_dir(path):
         return HFProgressEstimator(path, **options)
     if path.is_file():
         if options:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from wrappers.hf import is_model_dir
 from wrappers.judges.request import Judge
 
 __all__ = ["make_judge", "check_judge_spec", "JudgeSpec"]
@@ -33,7 +34,7 @@ def check_judge_spec(spec: JudgeSpec) -> None:
         text = str(spec)
         if text == "oracle" or text.startswith(("http://", "https://")):
             return
-        if (Path(text).expanduser() / "config.json").is_file():
+        if is_model_dir(text):
             return
     raise ValueError(
         f"judge {spec!r} is not 'oracle', an http(s) URL or a model directory (a folder with "

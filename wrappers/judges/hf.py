@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from wrappers.hf import default_device, load_causal_lm
 from wrappers.judges.prompt import judge_messages, parse_judge_output
 from wrappers.judges.request import JudgeRequest, JudgeResult, JudgeUsage
 
@@ -46,23 +47,17 @@ class HFJudge:
         device: str | None = None,
         thinking: bool = True,
     ) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         if max_new_tokens < 1 or batch_size < 1:
             raise ValueError("max_new_tokens and batch_size must be >= 1")
         if isinstance(model, (str, Path)):
-            path = Path(model)
-            if not (path / "config.json").is_file():
-                raise ValueError(f"{path} is not a Hugging Face model directory (no config.json)")
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
-            model = AutoModelForCausalLM.from_pretrained(path)
-            self.name = str(path)
+            self.name = str(model)
+            model, loaded = load_causal_lm(model, device)
+            tokenizer = tokenizer or loaded
         elif tokenizer is None:
             raise ValueError("pass the tokenizer with a loaded model")
         else:
             self.name = type(model).__name__
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = default_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.tokenizer.padding_side = "left"
