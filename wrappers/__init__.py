@@ -1,6 +1,7 @@
 """wrappers: credit assignment for groups of rollouts of one task.
 
-Each method is a pure estimator module (numpy only) registered in one open registry:
+Each method is an estimator module registered in one open registry (the structural ones pure
+numpy; the model-based ones, TRIAGE, HISR and SPA, consult a model held by their config):
 
 * :mod:`wrappers.grpo` - GRPO outcome advantage (:class:`GRPOConfig`), method ``"grpo"``.
 * :mod:`wrappers.gigpo` - GiGPO anchor-state step groups (:class:`GiGPOConfig`), ``"gigpo"``.
@@ -28,6 +29,8 @@ Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-arr
 * :mod:`wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
 * :mod:`wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
 * :mod:`wrappers.batch`, :mod:`wrappers.stats`, :mod:`wrappers.matching` - estimator internals.
+* :mod:`wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
+* :mod:`wrappers.hf` - loading a local Hugging Face causal LM (the model-based methods).
 
 The wrappers repeat a task for a group, record the steps and emit credited trajectories in
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.
