@@ -17,6 +17,9 @@ Example:
     -0.1
     >>> Trajectory.from_dict(traj.to_dict()) == traj
     True
+    >>> end = Trajectory("t", "g", [step], final_observation=np.zeros(2), info={"credit": {"n": 1}})
+    >>> Trajectory.from_dict(end.to_dict()) == end  # arrays compare by value, like Step's
+    True
     >>> Step.from_dict({"observation": "o", "action": "up", "reward": 0.0}).cost  # an older record
     1.0
 """
@@ -141,6 +144,11 @@ class Trajectory:
             "final_observation": encode(self.final_observation),
             "info": encode(self.info),
         }
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Trajectory):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Trajectory:
