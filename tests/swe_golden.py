@@ -1,6 +1,10 @@
 """docs/swe.md's golden example, shared by the SWE tests: the ``textkit`` repository (one module,
 one test file), the off-by-one bug that the generator injects into ``chunk`` and the test lists it
-yields."""
+yields; :func:`write_repo` and :func:`write_golden_task` put them on disk."""
+
+import json
+import subprocess
+from pathlib import Path
 
 #: ``textkit/core.py``, clean.
 CORE = '''def clamp(x, lo, hi):
@@ -64,3 +68,31 @@ P2P = [
 ]
 #: ``textkit/core.py`` with the bug of :data:`BUG_PATCH`.
 BUGGY_CORE = CORE.replace("range(0, len(seq), n)", "range(1, len(seq), n)")
+
+
+def write_repo(root: Path) -> Path:
+    """The clean ``textkit`` repository (package, tests) written under ``root``; returns ``root``."""
+    (root / "textkit").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "textkit" / "__init__.py").write_text("")
+    (root / "textkit" / "core.py").write_text(CORE)
+    (root / "tests" / "test_core.py").write_text(TESTS)
+    return root
+
+
+def write_golden_task(task_dir: Path, **record: object) -> Path:
+    """A task directory (``repo/`` with :data:`BUG_PATCH` applied, ``task.json``) for
+    ``agentenvs.swe.task.load_task_dir``; ``record`` overrides the task record's fields."""
+    repo = write_repo(task_dir / "repo")
+    subprocess.run(["git", "apply", "-"], input=BUG_PATCH.encode(), cwd=repo, check=True)
+    fields = {
+        "instance_id": "textkit.golden",
+        "repo": "textkit",
+        "problem_statement": "chunk() drops the first element.",
+        "FAIL_TO_PASS": F2P,
+        "PASS_TO_PASS": P2P,
+        "split": "test",
+        **record,
+    }
+    (task_dir / "task.json").write_text(json.dumps(fields))
+    return task_dir

@@ -289,27 +289,14 @@ def textkit(tmp_path_factory):
 
     if not bwrap_available():
         pytest.skip("bubblewrap is not installed")
-    import json
-    import subprocess
-
-    from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS
+    from swe_golden import write_golden_task
 
     from agentenvs.swe.grading import DEFAULT_TEST_COMMAND
     from agentenvs.swe.task import load_task_dir
 
+    command = f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {DEFAULT_TEST_COMMAND}"
     root = tmp_path_factory.mktemp("textkit") / "task"
-    repo = root / "repo"
-    (repo / "textkit").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "textkit" / "__init__.py").write_text("")
-    (repo / "textkit" / "core.py").write_text(CORE)
-    (repo / "tests" / "test_core.py").write_text(TESTS)
-    subprocess.run(["git", "apply", "-"], input=BUG_PATCH.encode(), cwd=repo, check=True)
-    record = {"instance_id": "textkit", "repo": "textkit", "problem_statement": "chunk() is off.",
-              "FAIL_TO_PASS": F2P, "PASS_TO_PASS": P2P, "split": "test",
-              "test_command": f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {DEFAULT_TEST_COMMAND}"}  # fmt: skip
-    (root / "task.json").write_text(json.dumps(record))
-    return load_task_dir(root)
+    return load_task_dir(write_golden_task(root, instance_id="textkit", test_command=command))
 
 
 def test_swe_progress_reruns_the_failing_tests_after_changes(textkit):

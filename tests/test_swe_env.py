@@ -3,9 +3,7 @@ panel (gold patch wins, empty submission loses), workspaces left behind, RTMC on
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS
+from swe_golden import write_golden_task
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.swe.env import SWEEnv
@@ -35,24 +33,7 @@ def call(name: str, **params: str) -> str:
 @pytest.fixture(scope="module")
 def textkit_task(tmp_path_factory) -> SWETask:
     """docs/swe.md's golden task as a task directory: the buggy textkit, its tests visible."""
-    root = tmp_path_factory.mktemp("textkit")
-    repo = root / "task" / "repo"
-    (repo / "textkit").mkdir(parents=True)
-    (repo / "tests").mkdir()
-    (repo / "textkit" / "__init__.py").write_text("")
-    (repo / "textkit" / "core.py").write_text(CORE)
-    (repo / "tests" / "test_core.py").write_text(TESTS)
-    subprocess.run(["git", "apply", "-"], input=BUG_PATCH.encode(), cwd=repo, check=True)
-    record = {
-        "instance_id": "textkit.golden",
-        "repo": "textkit",
-        "problem_statement": "chunk() drops the first element.",
-        "FAIL_TO_PASS": F2P,
-        "PASS_TO_PASS": P2P,
-        "split": "test",
-    }
-    (root / "task" / "task.json").write_text(json.dumps(record))
-    return load_task_dir(root / "task")
+    return load_task_dir(write_golden_task(tmp_path_factory.mktemp("textkit") / "task"))
 
 
 @pytest.fixture
@@ -288,10 +269,11 @@ def test_rtmc_merges_equivalent_states_across_a_group(textkit_task):
 
 
 def test_abuse_is_reported_in_the_observation_and_the_next_episode_works(textkit_task):
-    env = SWEEnv([textkit_task], split="test", command_timeout=2)
+    # The timeout must leave a loaded CI machine time for the final pytest run (2 s did not).
+    env = SWEEnv([textkit_task], split="test", command_timeout=10)
     try:
         env.reset()
-        obs, *_, info = env.step(call("execute_bash", cmd=":(){ :|:& };: ; sleep 10"))
+        obs, *_, info = env.step(call("execute_bash", cmd=":(){ :|:& };: ; sleep 60"))
         assert info["timed_out"] or "processes: command killed" in obs, obs
         obs, *_ = env.step(call("execute_bash", cmd="head -c 3000000 /dev/zero | tr '\\0' a"))
         assert "[output truncated at 1 MiB]" in obs

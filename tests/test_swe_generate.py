@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS
+from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS, write_repo
 
 from agentenvs.swe import generate
 from agentenvs.swe.grading import grade, is_pass, run_tests
@@ -47,12 +47,7 @@ def run() -> generate.Runner:
 
 @pytest.fixture()
 def textkit(tmp_path: Path) -> Path:
-    root = tmp_path / "textkit"
-    (root / "textkit").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "textkit" / "__init__.py").write_text("")
-    (root / "textkit" / "core.py").write_text(CORE)
-    (root / "tests" / "test_core.py").write_text(TESTS)
+    root = write_repo(tmp_path / "textkit")
     (root / "pyproject.toml").write_text('[project]\nname = "textkit"\nversion = "0.1.0"\n')
     return root
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import subprocess
 import sys
 import time
 import warnings
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentenvs.swe import sandbox as sandbox_module
-from agentenvs.swe.calls import TIMEOUT_EXIT_CODE
+from agentenvs.swe.calls import TIMEOUT_EXIT_CODE, CommandResult
 from agentenvs.swe.sandbox import (
     BwrapSandbox,
     DockerSandbox,
@@ -436,3 +437,48 @@ def test_docker_sandbox() -> None:
         assert (result.exit_code, result.stdout, result.stderr) == (0, "/testbed\n", "err\n")
         assert box.run("sleep 30", ws, timeout=1).timed_out
         assert box.run("echo ok", ws).stdout == "ok\n"
+
+
+def test_bwrap_retries_when_the_host_is_briefly_out_of_processes(bwrap, workspace, monkeypatch):
+    """bwrap's own EAGAIN report (the command never ran) is retried; a command's own output
+    that merely mentions it is not."""
+    eagain = CommandResult(1, "", "bwrap: Can't fork for pid 1: Resource temporarily unavailable\n")
+    real = sandbox_module._ProcessSandbox._run_once
+    calls = []
+
+    def flaky(self, *args):
+        calls.append(args[0])
+        return eagain if len(calls) <= 2 else real(self, *args)
+
+    monkeypatch.setattr(sandbox_module._ProcessSandbox, "_run_once", flaky)
+    result = bwrap.run("echo ran", workspace)
+    assert (result.exit_code, result.stdout, len(calls)) == (0, "ran\n", 3)
+    calls.clear()
+    said = bwrap.run("echo 'bwrap: x: Resource temporarily unavailable' >&2; exit 1", workspace)
+    assert said.exit_code == 1 and len(calls) == 3  # two simulated, then it ran: no more retries
+
+
+def test_a_failed_fork_is_retried_then_reported(sandbox, workspace, monkeypatch):
+    """``fork`` failing with EAGAIN on the host (nothing started) is retried, and reported as exit
+    code 126 with a message if it goes on failing, never raised."""
+    real = subprocess.Popen
+    tries = []
+
+    def failing(*args, **kwargs):
+        tries.append(1)
+        if len(tries) <= 2:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", failing)
+    assert sandbox.run("echo ran", workspace).stdout == "ran\n" and len(tries) == 3
+
+    def always(*args, **kwargs):
+        tries.append(1)
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    tries.clear()
+    monkeypatch.setattr(subprocess, "Popen", always)
+    result = sandbox.run("echo never", workspace)
+    assert result.exit_code == 126 and len(tries) == 4
+    assert result.stderr == "cannot start the command: Resource temporarily unavailable\n"

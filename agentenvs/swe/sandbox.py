@@ -389,6 +389,32 @@ class _ProcessSandbox(Sandbox):
         merge_stderr: bool,
         env: Mapping[str, str],
     ) -> CommandResult:
+        """Run the command once; if the host was briefly out of processes so that it could not
+        start (``fork`` failed with ``EAGAIN`` here, or bwrap reported it could not fork, e.g.
+        while a fork bomb's processes are still being reaped: the command never ran), retry after
+        0.25, 0.5 and 1 s, then report the failure as exit code 126."""
+        for delay in (0.25, 0.5, 1.0, None):
+            try:
+                result = self._run_once(command, workspace, timeout, merge_stderr, env)
+            except BlockingIOError as error:  # fork() failed here: nothing was started
+                text = f"cannot start the command: {error.strerror}\n"
+                result = CommandResult(126, *((text, "") if merge_stderr else ("", text)))
+                transient = True
+            else:
+                transient = _could_not_fork(result)
+            if not transient or delay is None:
+                return result
+            time.sleep(delay)
+        return result
+
+    def _run_once(
+        self,
+        command: str,
+        workspace: str,
+        timeout: float,
+        merge_stderr: bool,
+        env: Mapping[str, str],
+    ) -> CommandResult:
         argv, cwd, environment = self._popen_args(command, workspace, env, timeout)
         start = time.perf_counter()
         process = subprocess.Popen(
@@ -587,6 +613,17 @@ class BwrapSandbox(_ProcessSandbox):
                 select.select([pidfd], [], [], self.drain_seconds)
             finally:
                 os.close(pidfd)
+
+
+def _could_not_fork(result: CommandResult) -> bool:
+    """The whole output is bwrap's own one-line report that it could not fork (``EAGAIN``)."""
+    text = (result.stderr or result.stdout).strip()
+    return (
+        result.exit_code == 1
+        and text.startswith("bwrap: Can't fork")
+        and "\n" not in text
+        and text.endswith("Resource temporarily unavailable")
+    )
 
 
 def _etc_copy() -> str:
