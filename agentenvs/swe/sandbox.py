@@ -401,7 +401,7 @@ class _ProcessSandbox(Sandbox):
                 result = CommandResult(126, *((text, "") if merge_stderr else ("", text)))
                 transient = True
             else:
-                transient = _could_not_fork(result)
+                transient = _could_not_fork(result, merge_stderr)
             if not transient or delay is None:
                 return result
             time.sleep(delay)
@@ -615,12 +615,15 @@ class BwrapSandbox(_ProcessSandbox):
                 os.close(pidfd)
 
 
-def _could_not_fork(result: CommandResult) -> bool:
-    """The whole output is bwrap's own one-line report that it could not fork (``EAGAIN``)."""
-    text = (result.stderr or result.stdout).strip()
+def _could_not_fork(result: CommandResult, merged: bool) -> bool:
+    """The whole output is bwrap's own one-line report on standard error (``merged``: in the one
+    stream) that it ran out of processes before starting the command (``EAGAIN`` while forking
+    or creating a namespace)."""
+    text = (result.stdout if merged else result.stderr).strip()
     return (
         result.exit_code == 1
-        and text.startswith("bwrap: Can't fork")
+        and (merged or not result.stdout)
+        and text.startswith("bwrap: ")
         and "\n" not in text
         and text.endswith("Resource temporarily unavailable")
     )
