@@ -8,6 +8,7 @@ True
 """
 
 from agentenvs.core import Step, Trajectory, read_trajectories, write_trajectories
+from agentenvs.ray_vector import RayVectorEnv
 from agentenvs.registration import register_envs
 from agentenvs.vector import GroupedVectorEnv, make_group_vec_env
 
@@ -19,6 +20,7 @@ __all__ = [
     "write_trajectories",
     "GroupedVectorEnv",
     "make_group_vec_env",
+    "RayVectorEnv",
     "register_envs",
 ]
 

@@ -19,6 +19,7 @@ therefore the k-th episode of every member of block ``b``: the unit every credit
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -66,6 +67,7 @@ def make_group_vec_env(
     num_groups: int,
     group_size: int,
     vectorization_mode: str = "sync",
+    vector_kwargs: dict[str, Any] | None = None,
     **env_kwargs: Any,
 ) -> GroupedVectorEnv:
     """``gym.make_vec`` with ``num_groups * group_size`` sub-envs, grouped in blocks.
@@ -74,15 +76,30 @@ def make_group_vec_env(
         env_id: a registered id, e.g. ``"agentenvs/Sokoban-v0"``.
         num_groups: number of blocks (distinct tasks played at once).
         group_size: sub-envs per block (rollouts per task).
-        vectorization_mode: ``"sync"`` or ``"async"``.
+        vectorization_mode: ``"sync"``, ``"async"`` (Gymnasium's) or ``"ray"``
+            (:class:`~agentenvs.ray_vector.RayVectorEnv`: sub-envs in Ray actors).
+        vector_kwargs: keyword arguments of the vector env (for ``"ray"``: ``num_workers``,
+            ``max_restarts``, ``timeout``, ``worker_options``, ``address``).
         env_kwargs: forwarded to every sub-env.
     """
-    envs = gym.make_vec(
-        env_id,
-        num_envs=num_groups * group_size,
-        vectorization_mode=vectorization_mode,
-        **env_kwargs,
-    )
+    num_envs = num_groups * group_size
+    if vectorization_mode == "ray":
+        from agentenvs.ray_vector import RayVectorEnv, make_env
+
+        factory = functools.partial(make_env, env_id, **env_kwargs)
+        envs = RayVectorEnv([factory] * num_envs, **(vector_kwargs or {}))
+    elif vectorization_mode in ("sync", "async"):
+        envs = gym.make_vec(
+            env_id,
+            num_envs=num_envs,
+            vectorization_mode=vectorization_mode,
+            vector_kwargs=vector_kwargs,
+            **env_kwargs,
+        )
+    else:
+        raise ValueError(
+            f"vectorization_mode must be 'sync', 'async' or 'ray', got {vectorization_mode!r}"
+        )
     return GroupedVectorEnv(envs, group_size)
 
 

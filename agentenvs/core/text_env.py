@@ -127,6 +127,29 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         self._task_stream_seed = seed
         self._task_stream = None if seed is None else np.random.default_rng(seed)
 
+    @property
+    def rng_state(self) -> dict[str, Any]:
+        """Everything random that carries from one episode to the next: the bit-generator states
+        of ``np_random`` and of the task stream (plain dicts, picklable). Setting it back makes
+        the env draw the same tasks and samples again; a remote worker that replays an episode
+        after a crash relies on it (:mod:`agentenvs.workers`)."""
+        stream = self._task_stream
+        return {
+            "np_random": None if self._np_random is None else self._np_random.bit_generator.state,
+            "task_stream_seed": self._task_stream_seed,
+            "task_stream": None if stream is None else stream.bit_generator.state,
+        }
+
+    @rng_state.setter
+    def rng_state(self, state: dict[str, Any]) -> None:
+        self.task_stream_seed = state["task_stream_seed"]
+        if state["task_stream"] is not None:
+            self._task_stream.bit_generator.state = state["task_stream"]
+        if state["np_random"] is not None:
+            bit_generator = getattr(np.random, state["np_random"]["bit_generator"])()
+            bit_generator.state = state["np_random"]
+            self._np_random = np.random.Generator(bit_generator)
+
     def _choose_task(self, options: dict[str, Any] | None) -> str:
         task_id = (options or {}).get("task_id")
         if task_id is not None:
