@@ -16,7 +16,7 @@ replaced by a fresh actor, which rebuilds each of its sub-envs from the driver's
 the same actions), and the interrupted call is sent again: a finished episode is never lost and
 the in-flight one continues as if nothing happened. A sub-env whose replay does not reproduce the
 observation it had handed out (a non-deterministic env) cannot continue its episode: that step
-returns it ``truncated`` with ``info["infra_failure"] = True``, and
+returns it ``truncated`` with ``info["infra_failure"] = True`` (in ``final_info`` under ``SAME_STEP``), and
 :class:`~wrappers.VectorCreditWrapper` drops that episode's group whole instead of crediting a
 failure the agent did not cause. A worker that dies ``max_restarts`` times in a row raises
 ``RuntimeError``. ``restarts`` and ``infra_failures`` count what happened.
@@ -76,6 +76,8 @@ class RayVectorEnv(gym.vector.VectorEnv):
             at most 1 per worker).
         address: ``ray.init`` address when Ray is not running yet.
         copy: return a copy of the batched observations (as ``SyncVectorEnv`` does).
+        autoreset_mode: ``NEXT_STEP`` (default) or ``SAME_STEP`` (a step that ends an episode
+            resets it and puts ``final_obs`` / ``final_info`` in the infos, as Gymnasium does).
     """
 
     def __init__(
@@ -88,6 +90,7 @@ class RayVectorEnv(gym.vector.VectorEnv):
         worker_options: dict[str, Any] | None = None,
         address: str | None = None,
         copy: bool = True,
+        autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP,
     ) -> None:
         ray = self._ray = _ray()
         if not env_fns:
@@ -101,6 +104,9 @@ class RayVectorEnv(gym.vector.VectorEnv):
         if not 1 <= num_workers <= self.num_envs:
             raise ValueError(f"num_workers must be in [1, {self.num_envs}], got {num_workers}")
         self.num_workers = num_workers
+        if autoreset_mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+            raise ValueError(f"autoreset_mode must be NEXT_STEP or SAME_STEP, got {autoreset_mode}")
+        self._same_step = autoreset_mode == AutoresetMode.SAME_STEP
         self.max_restarts, self.timeout, self.copy = max_restarts, timeout, copy
         self._slices = [list(s) for s in np.array_split(np.arange(self.num_envs), num_workers)]
         self._where = [(w, j) for w, s in enumerate(self._slices) for j in range(len(s))]
@@ -112,7 +118,7 @@ class RayVectorEnv(gym.vector.VectorEnv):
         self.single_action_space = spec["action_space"]
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.metadata = {**spec["metadata"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+        self.metadata = {**spec["metadata"], "autoreset_mode": autoreset_mode}
         self.render_mode, self.spec = spec["render_mode"], spec["spec"]
         self._observations = create_empty_array(self.single_observation_space, self.num_envs)
         self._obs: list[Any] = [None] * self.num_envs  # the last observation handed out
@@ -124,7 +130,7 @@ class RayVectorEnv(gym.vector.VectorEnv):
 
     # -- workers -------------------------------------------------------------------------------
     def _spawn(self, w: int):
-        return self._actor_class.remote([self.env_fns[i] for i in self._slices[w]])
+        return self._actor_class.remote([self.env_fns[i] for i in self._slices[w]], self._same_step)
 
     def _get(self, future: Any) -> Any:
         return self._ray.get(future, timeout=self.timeout)
@@ -160,17 +166,21 @@ class RayVectorEnv(gym.vector.VectorEnv):
                     return self._get(getattr(actor, method).remote(request, *extra))
                 live = [(j, a) for j, a in request if j not in lost]
                 done = iter(self._get(actor.step.remote(live)))
-                return [self._infra_failure(w, j) if j in lost else next(done) for j, _ in request]
+                return [
+                    self._infra_failure(w, j, lost[j]) if j in lost else next(done)
+                    for j, _ in request
+                ]
             except self._dead():
                 continue
         raise RuntimeError(
             f"env worker {w} (sub-envs {self._slices[w]}) died {self.max_restarts} times in a row"
         )
 
-    def _rebuild(self, w: int, skip: set[int]) -> set[int]:
+    def _rebuild(self, w: int, skip: set[int]) -> dict[int, Any]:
         """Replay each journal of worker ``w`` (but the sub-envs in ``skip``) in its new actor;
-        return the local indices of sub-envs whose running episode could not be rebuilt."""
-        actor, lost = self._actors[w], set()
+        return the sub-envs (local indices) whose running episode could not be rebuilt, each with
+        its worker's ``abandon`` result."""
+        actor, lost = self._actors[w], {}
         for j, i in enumerate(self._slices[w]):
             entries = self._journals[i].entries
             if j in skip or not entries:
@@ -181,17 +191,21 @@ class RayVectorEnv(gym.vector.VectorEnv):
             except self._ray.exceptions.RayTaskError:  # the env raised during the replay
                 rebuilt = False
             if not rebuilt:
-                self._get(actor.abandon.remote(j))
+                abandoned = self._get(actor.abandon.remote(j))
                 if not self._done[i]:  # a finished episode was already handed out whole
-                    lost.add(j)
+                    lost[j] = abandoned
         return lost
 
-    def _infra_failure(self, w: int, j: int) -> tuple:
-        """The step result of a sub-env whose episode was lost with its worker."""
+    def _infra_failure(self, w: int, j: int, abandoned: tuple | None) -> tuple:
+        """The step result of a sub-env whose episode was lost with its worker: truncated, with
+        ``infra_failure`` in its (final) info; ``SAME_STEP``: ``abandoned`` is its reset."""
         i = self._slices[w][j]
         self.infra_failures += 1
-        info = {**self._info[i], "infra_failure": True}
-        return (self._obs[i], 0.0, False, True, info, True, None)
+        final = (self._obs[i], {**self._info[i], "infra_failure": True})
+        if abandoned is None:
+            return (*final[:1], 0.0, False, True, final[1], False, None, None)
+        obs, info, snapshot = abandoned
+        return (obs, 0.0, False, True, info, True, snapshot, final)
 
     # -- Gymnasium API -------------------------------------------------------------------------
     def reset(
@@ -237,15 +251,19 @@ class RayVectorEnv(gym.vector.VectorEnv):
         for w, request in requests.items():
             for (j, action), result in zip(request, results[w], strict=True):
                 i = self._slices[w][j]
-                obs, rewards[i], terminated[i], truncated[i], info, was_reset, snapshot = result
-                if info.get("infra_failure"):
-                    pass  # the journal still ends where the lost episode could not be rebuilt
-                elif was_reset:
-                    self._journals[i].on_reset(None, None, info, snapshot)
-                else:
-                    self._journals[i].on_step(action)
+                obs, rewards[i], terminated[i], truncated[i], info, was_reset, snap, final = result
+                journal = self._journals[i]
+                lost = (info if final is None else final[1]).get("infra_failure", False)
+                if not lost and (final is not None or not was_reset):
+                    journal.on_step(action)  # (a lost episode's journal ends where it broke)
+                if was_reset:
+                    journal.on_reset(None, None, info, snap)
+                if final is not None:
+                    infos = self._add_info(
+                        infos, {"final_obs": final[0], "final_info": final[1]}, i
+                    )
                 self._obs[i], self._info[i] = obs, info
-                self._done[i] = terminated[i] or truncated[i]
+                self._done[i] = not self._same_step and (terminated[i] or truncated[i])
                 infos = self._add_info(infos, info, i)
         return self._batched(), rewards, terminated, truncated, infos
 
@@ -255,27 +273,44 @@ class RayVectorEnv(gym.vector.VectorEnv):
         )
         return deepcopy(self._observations) if self.copy else self._observations
 
+    def _by_worker(self, indices: Sequence[int], values: Sequence[Any] | None = None):
+        """``indices`` (and their ``values``) grouped per worker as local requests."""
+        requests: dict[int, list] = {}
+        for k, i in enumerate(indices):
+            w, j = self._where[i]
+            requests.setdefault(w, []).append(j if values is None else (j, values[k]))
+        return requests
+
+    def call_at(self, indices: Sequence[int], name: str, *args: Any, **kwargs: Any) -> list:
+        """``name`` called (or read) on the sub-envs ``indices``, in that order."""
+        results = self._call("call", self._by_worker(indices), name, args, kwargs)
+        cursor = {w: iter(r) for w, r in results.items()}
+        return [next(cursor[self._where[i][0]]) for i in indices]
+
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """``name`` called (or read) on every sub-env, in sub-env order."""
-        requests = {w: list(range(len(s))) for w, s in enumerate(self._slices)}
-        results = self._call("call", requests, name, args, kwargs)
-        return tuple(r for w in range(self.num_workers) for r in results[w])
+        return tuple(self.call_at(range(self.num_envs), name, *args, **kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         return self.call(name)
 
-    def set_attr(self, name: str, values: Any) -> None:
-        """Set ``name`` on every sub-env (one value each if ``values`` is a list or tuple)."""
+    def set_attr(self, name: str, values: Any, indices: Sequence[int] | None = None) -> None:
+        """Set ``name`` on every sub-env (or those of ``indices``): one value each if ``values``
+        is a list or tuple, else the same value."""
+        indices = list(range(self.num_envs) if indices is None else indices)
         if not isinstance(values, list | tuple):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(f"{len(values)} values for {self.num_envs} sub-envs")
-        for journal, value in zip(self._journals, values, strict=True):
-            journal.on_set_attr(name, value)
-        requests = {
-            w: [(j, values[i]) for j, i in enumerate(s)] for w, s in enumerate(self._slices)
-        }
-        self._call("set_attr", requests, name)
+            values = [values] * len(indices)
+        if len(values) != len(indices):
+            raise ValueError(f"{len(values)} values for {len(indices)} sub-envs")
+        for i, value in zip(indices, values, strict=True):
+            self._journals[i].on_set_attr(name, value)
+        self._call("set_attr", self._by_worker(indices, values), name)
+
+    def wrapped(self, wrapper_class: type, indices: Sequence[int]) -> list[bool]:
+        """Whether each sub-env of ``indices`` has a ``wrapper_class`` wrapper."""
+        results = self._call("wrapped", self._by_worker(indices), wrapper_class)
+        cursor = {w: iter(r) for w, r in results.items()}
+        return [next(cursor[self._where[i][0]]) for i in indices]
 
     def render(self) -> tuple[Any, ...]:
         return self.call("render")

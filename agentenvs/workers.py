@@ -27,7 +27,7 @@ handed out; otherwise the episode cannot be rebuilt (the driver reports an infra
 >>> (obs, info, snapshot), = worker.reset([(0, 5, None)])
 >>> journal.on_reset(5, None, info, snapshot)
 >>> for action in ["up", "left"]:
-...     (obs, reward, terminated, truncated, info, _, _), = worker.step([(0, action)])
+...     (obs, reward, terminated, truncated, info, *_), = worker.step([(0, action)])
 ...     journal.on_step(action)
 >>> fresh = EnvWorker([make])
 >>> same_observation(fresh.restore(0, journal.entries), obs)
@@ -105,14 +105,16 @@ class Journal:
 
 
 class EnvWorker:
-    """Sub-envs built from ``env_fns`` in this process, stepped with ``NEXT_STEP`` autoreset.
+    """Sub-envs built from ``env_fns`` in this process, with Gymnasium's ``NEXT_STEP`` autoreset
+    (or ``SAME_STEP`` with ``same_step=True``: a step that ends an episode resets it at once).
 
     Requests and results are per sub-env, addressed by the index in ``env_fns``; a reset's result
     carries the env's ``rng_state`` after it, for the driver's :class:`Journal`.
     """
 
-    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], same_step: bool = False) -> None:
         self.envs = [fn() for fn in env_fns]
+        self.same_step = same_step
         self._autoreset = [False] * len(self.envs)
 
     def spaces(self) -> dict[str, Any]:
@@ -137,21 +139,39 @@ class EnvWorker:
         return out
 
     def step(self, requests: Sequence[tuple[int, Any]]) -> list:
-        """Step each ``(index, action)`` (or autoreset it if its episode ended); returns
-        ``(obs, reward, terminated, truncated, info, was_reset, rng_state)`` each. An autoreset
-        (``was_reset``) returns reward 0, not terminated or truncated, and the env's ``rng_state``
-        after the reset (``None`` after a plain step)."""
+        """Step each ``(index, action)``; returns ``(obs, reward, terminated, truncated, info,
+        was_reset, rng_state, final)`` each. ``NEXT_STEP``: a sub-env whose episode ended is reset
+        instead (``was_reset``; reward 0, not terminated or truncated). ``SAME_STEP``: a step that
+        ends the episode also resets it (``was_reset``; ``obs`` and ``info`` are the reset's,
+        ``final`` the episode's last ``(obs, info)``). ``rng_state`` is the env's after a reset
+        (``None`` otherwise); ``final`` is ``None`` unless ``SAME_STEP`` reset."""
         out = []
         for i, action in requests:
             env = self.envs[i]
             if self._autoreset[i]:
                 obs, info = env.reset()
                 self._autoreset[i] = False
-                out.append((obs, 0.0, False, False, info, True, rng_state_of(env)))
+                out.append((obs, 0.0, False, False, info, True, rng_state_of(env), None))
                 continue
             obs, reward, terminated, truncated, info = env.step(action)
-            self._autoreset[i] = bool(terminated or truncated)
-            out.append((obs, float(reward), bool(terminated), bool(truncated), info, False, None))
+            done = bool(terminated or truncated)
+            result = [
+                obs,
+                float(reward),
+                bool(terminated),
+                bool(truncated),
+                info,
+                False,
+                None,
+                None,
+            ]
+            if done and self.same_step:
+                result[7] = (obs, info)
+                result[0], result[4] = env.reset()
+                result[5], result[6] = True, rng_state_of(env)
+            else:
+                self._autoreset[i] = done
+            out.append(tuple(result))
         return out
 
     def restore(self, index: int, entries: Sequence[Entry]) -> Any:
@@ -171,9 +191,23 @@ class EnvWorker:
                 self._autoreset[index] = bool(terminated or truncated)
         return obs
 
-    def abandon(self, index: int) -> None:
-        """Give up sub-env ``index``'s episode: its next ``step`` resets it."""
-        self._autoreset[index] = True
+    def abandon(self, index: int) -> tuple | None:
+        """Give up sub-env ``index``'s episode: ``NEXT_STEP``: its next ``step`` resets it (returns
+        ``None``); ``SAME_STEP``: reset it now (returns ``(obs, info, rng_state)``)."""
+        if not self.same_step:
+            self._autoreset[index] = True
+            return None
+        return self.reset([(index, None, None)])[0]
+
+    def wrapped(self, indices: Sequence[int], wrapper_class: type) -> list[bool]:
+        """Whether each sub-env has a ``wrapper_class`` wrapper in its stack."""
+        out = []
+        for i in indices:
+            env, found = self.envs[i], False
+            while isinstance(env, gym.Wrapper) and not found:
+                found, env = isinstance(env, wrapper_class), env.env
+            out.append(found)
+        return out
 
     def call(self, indices: Sequence[int], name: str, args: tuple, kwargs: dict) -> list:
         """``env.get_wrapper_attr(name)(*args, **kwargs)`` (or the attribute) per sub-env."""

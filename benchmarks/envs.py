@@ -174,13 +174,13 @@ def main() -> None:
     sokoban(args)
     if not args.skip_alfworld:
         try:
-            from benchmarks import alfworld
+            from benchmarks import alfworld_speed
         except ImportError:
             print(
-                "\n(ALFWorld: benchmarks/alfworld.py or the alfworld package is missing; skipped)"
+                "\n(ALFWorld: benchmarks/alfworld_speed.py or the alfworld package is missing; skipped)"
             )
         else:
-            alfworld.main()
+            alfworld_speed.main()
     if not args.skip_webshop:
         try:
             from benchmarks import webshop

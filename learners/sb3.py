@@ -9,6 +9,8 @@ This module holds:
   once per rollout with a variable number of credited steps.
 * :func:`make_credit_vec_env` - an SB3 ``VecEnv`` of ``n_envs`` sub-envs, each wrapped in the
   credit wrapper of a method (``"gae"``: no wrapper).
+* :class:`RayVecEnv` - an SB3 ``VecEnv`` whose sub-envs (credit wrappers included) live in Ray
+  actors (:class:`agentenvs.RayVectorEnv`): ``make_credit_vec_env(..., vec_env_cls=RayVecEnv)``.
 * :func:`discounted_returns` - reward-to-go, the value head's regression target under credit.
 * :func:`evaluate_success` - greedy success rate of a model on a fixed list of task ids.
 
@@ -59,6 +61,8 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
     ) from err
 
 from agentenvs.core import Trajectory
+from agentenvs.ray_vector import RayVectorEnv
+from agentenvs.vector import sub_info
 from wrappers import METHODS, CreditWrapper
 from wrappers.rewards import reward_to_go
 
@@ -66,6 +70,7 @@ __all__ = [
     "CreditPPO",
     "CreditRolloutBuffer",
     "make_credit_vec_env",
+    "RayVecEnv",
     "discounted_returns",
     "evaluate_success",
 ]
@@ -372,6 +377,7 @@ def make_credit_vec_env(
     seed: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     vec_env_cls: type[VecEnv] | None = None,
+    vec_env_kwargs: dict[str, Any] | None = None,
 ) -> VecEnv:
     """``n_envs`` sub-envs (``Monitor`` inside), each in the credit wrapper of method ``credit``.
 
@@ -384,7 +390,8 @@ def make_credit_vec_env(
         config: the method's config (``None``: its defaults).
         seed: sub-env ``i`` is first reset with ``seed + i`` (distinct task streams).
         env_kwargs: keyword arguments for the env.
-        vec_env_cls: SB3 ``VecEnv`` class (default ``DummyVecEnv``).
+        vec_env_cls: SB3 ``VecEnv`` class (default ``DummyVecEnv``; :class:`RayVecEnv` for Ray).
+        vec_env_kwargs: its keyword arguments (e.g. ``{"num_workers": 8}``).
     """
     if credit != "gae" and credit not in METHODS:
         raise ValueError(f"unknown credit {credit!r}; choose 'gae' or one of {sorted(METHODS)}")
@@ -398,9 +405,78 @@ def make_credit_vec_env(
         seed=seed,
         env_kwargs=env_kwargs,
         vec_env_cls=vec_env_cls,
+        vec_env_kwargs=vec_env_kwargs,
         wrapper_class=wrapper,
         wrapper_kwargs=wrapper_kwargs,
     )
+
+
+class RayVecEnv(VecEnv):
+    """SB3's ``VecEnv`` over :class:`agentenvs.RayVectorEnv` (``SAME_STEP`` autoreset): each
+    sub-env, with its wrappers (a credit wrapper included), runs in a Ray actor.
+
+    A dead worker is replaced and its sub-envs rebuilt as in :class:`~agentenvs.RayVectorEnv`: a
+    credit wrapper's open group is replayed with them (its ``rng_state`` is ``None`` while the group
+    has finished episodes), so :class:`CreditPPO` sees the same groups as without the crash. An
+    episode that cannot be rebuilt (a non-deterministic env) raises ``RuntimeError``: SB3's rollout
+    cannot drop the open group's pending steps.
+
+    Args:
+        env_fns: one picklable factory per sub-env (as SB3's ``make_vec_env`` builds them).
+        **kwargs: :class:`~agentenvs.RayVectorEnv` options (``num_workers``, ``timeout``, ...).
+    """
+
+    def __init__(self, env_fns: list[Callable[[], gym.Env]], **kwargs: Any) -> None:
+        self.envs = RayVectorEnv(
+            env_fns, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, **kwargs
+        )
+        super().__init__(
+            len(env_fns), self.envs.single_observation_space, self.envs.single_action_space
+        )
+        self._actions: Any = None
+
+    def reset(self):
+        obs, infos = self.envs.reset(seed=self._seeds, options=self._options[0] or None)
+        self.reset_infos = [sub_info(infos, i) for i in range(self.num_envs)]
+        self._reset_seeds()
+        self._reset_options()
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = actions
+
+    def step_wait(self):
+        obs, rewards, terminated, truncated, infos = self.envs.step(self._actions)
+        dones = terminated | truncated
+        out = []
+        for i in range(self.num_envs):
+            info = sub_info({k: v for k, v in infos.items() if "final_" not in k}, i)
+            if dones[i]:
+                final = sub_info(infos, i, ("final_obs", "final_info"))
+                if final["final_info"].get("infra_failure"):
+                    raise RuntimeError(
+                        f"sub-env {i}'s episode was lost with its worker and could not be "
+                        "rebuilt (a non-deterministic env); CreditPPO cannot drop its group"
+                    )
+                info = {**final["final_info"], "terminal_observation": final["final_obs"]}
+                info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            out.append(info)
+        return obs, rewards.astype(np.float32), dones, out
+
+    def close(self) -> None:
+        self.envs.close()
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        return self.envs.call_at(list(self._get_indices(indices)), attr_name)
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        self.envs.set_attr(attr_name, value, list(self._get_indices(indices)))
+
+    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any):
+        return self.envs.call_at(list(self._get_indices(indices)), method_name, *args, **kwargs)
+
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: Any = None) -> list[bool]:
+        return self.envs.wrapped(wrapper_class, list(self._get_indices(indices)))
 
 
 def evaluate_success(

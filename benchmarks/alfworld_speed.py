@@ -1,6 +1,6 @@
 """ALFWorld speed: ``agentenvs/ALFWorld-v0`` against the bare alfworld engine on the same game.
 
-    python benchmarks/alfworld.py [--steps 200] [--envs 2 4]
+    python benchmarks/alfworld_speed.py [--steps 200] [--envs 2 4]
 
 Figures (best of several repeats, ours and the engine's timed alternately):
 * steps/s of the bare engine (textworld ``PddlEnv`` behind ALFWorld's demangler, as ALFWorld runs
@@ -17,22 +17,14 @@ The lead's ``benchmarks/envs.py`` calls :func:`main` with no arguments.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
 from collections.abc import Callable
 
-# Run as a script (or imported by a script in benchmarks/), this file's folder is on sys.path and
-# would shadow the real ``alfworld`` package: take the folder off the path.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-if getattr(sys.modules.get("alfworld"), "__file__", None) == os.path.abspath(__file__):
-    del sys.modules["alfworld"]
+import gymnasium as gym
 
-import gymnasium as gym  # noqa: E402
-
-import agentenvs  # noqa: E402,F401
+import agentenvs  # noqa: F401
 
 __all__ = ["main", "walk", "best_rate", "paired", "own_time", "async_rate"]
 
