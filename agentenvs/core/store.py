@@ -1,0 +1,658 @@
+"""An append-only, crash-safe store of credited groups, and its filtered reader.
+
+This module holds:
+
+* :class:`TrajectoryStore` - the writer: one credited group (a list of
+  :class:`~agentenvs.core.Trajectory`, each ``Step.advantage`` set) per :meth:`~TrajectoryStore.append`,
+  durable when the call returns.
+* :func:`read_groups` - the stored groups of a store directory, filtered by run, iteration, task,
+  method and success; it returns a :class:`GroupReader`, which counts the torn records it skipped.
+* :class:`StoredGroup` - one group read back, with what was stored beside it.
+* :func:`list_runs` - the runs of a store directory.
+* :data:`STORE_FORMATS` - ``("jsonl", "parquet")``.
+
+Layout under ``root`` (a directory that holds the store only):
+
+* JSON lines: ``root/<run>.jsonl``, one group per line: ``{"v": 1, "run", "iteration", "method",
+  "group_id", "task_id", "time", "trajectories": [Trajectory.to_dict(), ...]}``.
+* Parquet (needs pyarrow): ``root/<run>/part-<n>.parquet`` (``n`` zero-padded to 6 digits), one row
+  per group, columns ``run``, ``iteration`` (int64, null when none), ``method``, ``group_id``,
+  ``task_id``, ``time`` and ``trajectories`` (the JSON text of the ``Trajectory.to_dict()`` list),
+  zstd-compressed; one part per append (or per ``flush_every`` appends).
+
+Crash safety. A JSON line is written with one ``os.write`` of the whole encoded line on an
+``O_APPEND`` descriptor, then ``os.fsync`` (``sync=False`` skips the fsync: still safe from a killed
+process, not from a power loss). A writer killed mid-line leaves a partial last line; readers skip
+it (and any line that is not JSON, which is what a partial line becomes once a later writer ends it
+with a newline) and count it in :attr:`GroupReader.skipped`. A Parquet part is written under a
+hidden ``.part-*.tmp`` name, fsynced, and published under its final name atomically (a hard link,
+which never overwrites another writer's part, or a rename where the filesystem has no hard links);
+readers never look at ``*.tmp``. Groups buffered for ``flush_every > 1`` are not durable until
+their part is written.
+
+>>> import tempfile
+>>> from agentenvs.core import Step, Trajectory
+>>> root = tempfile.mkdtemp()
+>>> won = Trajectory("seed-1", "seed-1#0", [Step("o", "up", 10.0, advantage=1.0)], success=True)
+>>> lost = Trajectory("seed-1", "seed-1#0", [Step("o", "down", -0.1, advantage=-1.0)], traj_id="1")
+>>> with TrajectoryStore(root, run="demo") as store:
+...     store.append([won, lost], method="grpo", iteration=1)
+>>> [g] = read_groups(root, method="grpo", iteration=[1, 2], success=True)
+>>> g.run, g.iteration, g.group_id, [t.steps[0].advantage for t in g.trajectories]
+('demo', 1, 'seed-1#0', [1.0])
+>>> list_runs(root)
+['demo']
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import re
+import tempfile
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentenvs.core.jsonl import append_line, dumps_line
+from agentenvs.core.trajectory import Trajectory
+
+__all__ = [
+    "STORE_FORMATS",
+    "TrajectoryStore",
+    "StoredGroup",
+    "GroupReader",
+    "read_groups",
+    "list_runs",
+]
+
+#: The on-disk formats: JSON lines (no dependency) and Parquet (pyarrow).
+STORE_FORMATS = ("jsonl", "parquet")
+
+_VERSION = 1  # the record format
+_META = ("run", "iteration", "method", "group_id", "task_id", "time")
+_PART = re.compile(r"part-(\d+)\.parquet")
+
+
+@dataclass
+class StoredGroup:
+    """One credited group as stored.
+
+    Attributes:
+        run: the run it was written under.
+        iteration: the writer's iteration (the LLM learner's, 1-based, the ``metrics.csv`` row);
+            ``None`` when none was given (the credit wrappers give none).
+        method: the credit method's canonical name; ``None`` when none was given.
+        group_id: the group's id (its first trajectory's ``group_id``).
+        task_id: the task the group played.
+        time: unix seconds when the group was appended.
+        trajectories: the group's trajectories in stored order (with a ``success`` filter, only
+            those that match), each ``Step.advantage`` as credited.
+    """
+
+    run: str
+    iteration: int | None
+    method: str | None
+    group_id: str
+    task_id: str
+    time: float
+    trajectories: list[Trajectory] = field(default_factory=list)
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as err:
+        raise ImportError(
+            "the Parquet trajectory store needs pyarrow: pip install pyarrow"
+        ) from err
+    return pa, pq
+
+
+def _schema(pa: Any) -> Any:
+    return pa.schema(
+        [
+            ("run", pa.string()),
+            ("iteration", pa.int64()),
+            ("method", pa.string()),
+            ("group_id", pa.string()),
+            ("task_id", pa.string()),
+            ("time", pa.float64()),
+            ("trajectories", pa.large_string()),
+        ],
+        metadata={b"agentenvs.store": str(_VERSION).encode()},
+    )
+
+
+def _check_run(run: Any) -> str:
+    if (
+        not isinstance(run, str)
+        or run in ("", ".", "..")
+        or "/" in run
+        or os.sep in run
+        or "\0" in run
+        or run.endswith(".tmp")
+    ):
+        raise ValueError(
+            f"run must be a file name (not empty, no path separator, not ending in .tmp), got {run!r}"
+        )
+    return run
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a directory's entries (a new or renamed file) durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _parts(run_dir: Path) -> list[tuple[int, Path]]:
+    """The published Parquet parts of a run directory, in part order."""
+    found = [(int(m.group(1)), p) for p in run_dir.iterdir() if (m := _PART.fullmatch(p.name))]
+    return sorted(found)
+
+
+def _parse_line(line: bytes) -> dict[str, Any] | None:
+    """A JSON line's record, or ``None`` when the line is torn (no newline, or not JSON)."""
+    if not line.endswith(b"\n"):
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return None
+    return record
+
+
+class TrajectoryStore:
+    """Append-only, crash-safe store of credited groups under directory ``root``.
+
+    Args:
+        root: the store directory (created if missing); it holds the store only.
+        run: the run's name, a file name: groups go to ``root/<run>.jsonl`` or ``root/<run>/``;
+            an existing run is appended to.
+        fmt: ``"jsonl"`` or ``"parquet"`` (needs pyarrow).
+        drop_extras: ``Step.extras`` keys not written (e.g. the learner's token ids and
+            log-probs); the trajectories given to :meth:`append` are never changed.
+        sync: fsync every append (and Parquet's directory after each part); ``False`` still
+            survives a killed process (the data is in the OS page cache), not a power loss.
+        flush_every: Parquet only: groups per part file; the buffered groups (fewer than
+            ``flush_every``) are not durable until :meth:`flush` or :meth:`close`.
+
+    One writer per run at a time is the intended use; several JSON-lines writers of one run
+    interleave whole lines, several Parquet writers never overwrite each other's parts, and
+    :meth:`truncate` needs the run to itself. Use it as a context manager or call :meth:`close`.
+
+    Attributes:
+        path: the run's file (JSON lines) or directory (Parquet). count: groups appended by
+        this writer. root, run, fmt, sync, flush_every: as given.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        run: str = "run",
+        fmt: str = "jsonl",
+        drop_extras: Sequence[str] = (),
+        *,
+        sync: bool = True,
+        flush_every: int = 1,
+    ) -> None:
+        if fmt not in STORE_FORMATS:
+            raise ValueError(f"fmt must be one of {STORE_FORMATS}, got {fmt!r}")
+        self.run = _check_run(run)
+        drop = () if isinstance(drop_extras, str) else tuple(drop_extras)
+        if isinstance(drop_extras, str) or not all(isinstance(k, str) for k in drop):
+            raise ValueError(f"drop_extras must be a sequence of key names, got {drop_extras!r}")
+        if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
+            raise ValueError(f"flush_every must be an int >= 1, got {flush_every!r}")
+        if fmt == "jsonl" and flush_every != 1:
+            raise ValueError("flush_every applies to Parquet; every JSON line is written at once")
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise ValueError(f"the store root {self.root} is not a directory")
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.fmt = fmt
+        self.drop_extras = frozenset(drop)
+        self.sync = bool(sync)
+        self.flush_every = flush_every
+        self.count = 0
+        self._buffer: list[dict[str, Any]] = []
+        self._fd: int | None = None
+        self._closed = False
+        if fmt == "jsonl":
+            self.path = self.root / f"{run}.jsonl"
+            self._open_jsonl()
+        else:
+            self._pa, self._pq = _pyarrow()
+            self.path = self.root / run
+            self.path.mkdir(exist_ok=True)
+            parts = _parts(self.path)
+            self._next_part = parts[-1][0] + 1 if parts else 0
+        if self.sync:
+            _fsync_dir(self.root)
+
+    def _open_jsonl(self) -> None:
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            # a killed writer's partial line: end it, so that it stays one skipped line
+            append_line(self._fd, b"\n", self.sync)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def append(
+        self,
+        group: Sequence[Trajectory],
+        *,
+        method: str | None = None,
+        iteration: int | None = None,
+    ) -> None:
+        """Store one credited ``group`` (trajectories of one task), with the credit ``method``'s
+        name and the writer's ``iteration`` (both optional). Durable when it returns (for Parquet
+        with ``flush_every > 1``: once its part is written).
+
+        Raises:
+            ValueError: an empty group, a member that is not a Trajectory, members of different
+                tasks, a bad ``method`` / ``iteration``, or a closed store.
+            TypeError: a value in the trajectories that :func:`~agentenvs.core.encode` cannot
+                store.
+        """
+        if self._closed:
+            raise ValueError(f"append to a closed TrajectoryStore ({self.path})")
+        record = self._record(group, method, iteration)
+        if self.fmt == "jsonl":
+            append_line(self._fd, dumps_line(record).encode("utf-8"), self.sync)
+        else:
+            self._buffer.append(record)
+            if len(self._buffer) >= self.flush_every:
+                self.flush()
+        self.count += 1
+
+    def _record(self, group: Any, method: Any, iteration: Any) -> dict[str, Any]:
+        if isinstance(group, Trajectory) or not isinstance(group, Iterable):
+            raise ValueError("append takes a group: a sequence of Trajectory objects")
+        group = list(group)
+        if not group or not all(isinstance(t, Trajectory) for t in group):
+            raise ValueError("a group is a non-empty sequence of Trajectory objects")
+        tasks = sorted({str(t.task_id) for t in group})
+        if len(tasks) != 1:
+            raise ValueError(f"a group plays one task; this one played {tasks}")
+        if method is not None and not isinstance(method, str):
+            raise ValueError(f"method must be a str or None, got {method!r}")
+        if iteration is not None:
+            if isinstance(iteration, bool) or not isinstance(iteration, numbers.Integral):
+                raise ValueError(f"iteration must be an int >= 0 or None, got {iteration!r}")
+            if iteration < 0:
+                raise ValueError(f"iteration must be an int >= 0 or None, got {iteration!r}")
+            iteration = int(iteration)
+        return {
+            "v": _VERSION,
+            "run": self.run,
+            "iteration": iteration,
+            "method": method,
+            "group_id": str(group[0].group_id),
+            "task_id": tasks[0],
+            "time": time.time(),
+            "trajectories": [self._encode(t) for t in group],
+        }
+
+    def _encode(self, traj: Trajectory) -> dict[str, Any]:
+        drop = self.drop_extras
+        if drop and any(k in s.extras for s in traj.steps for k in drop):
+            steps = [
+                replace(s, extras={k: v for k, v in s.extras.items() if k not in drop})
+                for s in traj.steps
+            ]
+            traj = replace(traj, steps=steps)
+        return traj.to_dict()
+
+    def flush(self) -> None:
+        """Make every appended group durable: write the Parquet buffer as one part; fsync the
+        JSON-lines file (needed with ``sync=False`` only)."""
+        if self._closed:
+            return
+        if self.fmt == "jsonl":
+            os.fsync(self._fd)
+        elif self._buffer:
+            self._write_part(self._buffer)
+            self._buffer = []
+
+    def _write_part(self, records: list[dict[str, Any]]) -> Path:
+        pa, pq = self._pa, self._pq
+        columns: dict[str, list[Any]] = {k: [r[k] for r in records] for k in _META}
+        columns["trajectories"] = [
+            json.dumps(r["trajectories"], ensure_ascii=False) for r in records
+        ]
+        table = pa.table(columns, schema=_schema(pa))
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".part-", suffix=".tmp")
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            if self.sync:
+                fd = os.open(tmp, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            final = self._publish(Path(tmp))
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        if self.sync:
+            _fsync_dir(self.path)
+        return final
+
+    def _publish(self, tmp: Path) -> Path:
+        """Give the written part ``tmp`` its final name atomically, never over another part."""
+        n = self._next_part
+        while True:
+            final = self.path / f"part-{n:06d}.parquet"
+            try:
+                os.link(tmp, final)  # fails if the name is taken: another writer's part
+            except FileExistsError:
+                n = _parts(self.path)[-1][0] + 1
+                continue
+            except OSError:  # a filesystem without hard links: rename (one writer per run)
+                if final.exists():
+                    n = _parts(self.path)[-1][0] + 1
+                    continue
+                os.replace(tmp, final)
+            self._next_part = n + 1
+            return final
+
+    def truncate(self, last_iteration: int) -> int:
+        """Drop this run's groups stored with an iteration after ``last_iteration`` (groups
+        without an iteration stay) and any torn JSON line; returns how many groups were dropped.
+
+        A learner resumed from the checkpoint of iteration ``k`` calls ``truncate(k)`` before it
+        writes again, so no iteration is stored twice. The file (or each changed part) is
+        rewritten under a temporary name and renamed over the old one, so a crash leaves either
+        the old or the new content. No other writer may append to the run meanwhile.
+        """
+        if self._closed:
+            raise ValueError(f"truncate a closed TrajectoryStore ({self.path})")
+        if isinstance(last_iteration, bool) or not isinstance(last_iteration, numbers.Integral):
+            raise ValueError(f"last_iteration must be an int, got {last_iteration!r}")
+        self.flush()
+        if self.fmt == "jsonl":
+            return self._truncate_jsonl(int(last_iteration))
+        return self._truncate_parquet(int(last_iteration))
+
+    def _truncate_jsonl(self, last: int) -> int:
+        kept: list[bytes] = []
+        dropped = torn = 0
+        with open(self.path, "rb") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                record = _parse_line(line)
+                iteration = record.get("iteration") if isinstance(record, dict) else None
+                if record is None:
+                    torn += 1
+                elif iteration is not None and iteration > last:
+                    dropped += 1
+                else:
+                    kept.append(line)
+        if not dropped and not torn:
+            return 0
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{self.run}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.writelines(kept)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        _fsync_dir(self.root)
+        os.close(self._fd)
+        self._open_jsonl()
+        return dropped
+
+    def _truncate_parquet(self, last: int) -> int:
+        pa, pq = self._pa, self._pq
+        dropped = 0
+        for _, part in _parts(self.path):
+            table = pq.read_table(part)
+            keep = [it is None or it <= last for it in table.column("iteration").to_pylist()]
+            if all(keep):
+                continue
+            dropped += keep.count(False)
+            if not any(keep):
+                part.unlink()
+                continue
+            fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".part-", suffix=".tmp")
+            os.close(fd)
+            try:
+                pq.write_table(table.filter(pa.array(keep)), tmp, compression="zstd")
+                os.replace(tmp, part)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        _fsync_dir(self.path)
+        return dropped
+
+    def close(self) -> None:
+        """Write any buffered Parquet groups, fsync, and release the file; idempotent."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> TrajectoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"TrajectoryStore({str(self.root)!r}, run={self.run!r}, fmt={self.fmt!r})"
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def _store_root(root: str | os.PathLike) -> Path:
+    path = Path(root)
+    if not path.is_dir():
+        raise ValueError(f"no trajectory store at {path}: not a directory")
+    return path
+
+
+def list_runs(root: str | os.PathLike) -> list[str]:
+    """The runs stored under ``root`` (``<run>.jsonl`` files and ``<run>/`` Parquet
+    directories), sorted.
+
+    Raises:
+        ValueError: ``root`` is not a directory.
+    """
+    path = _store_root(root)
+    runs = set()
+    for entry in path.iterdir():
+        if entry.is_dir():
+            runs.add(entry.name)
+        elif entry.is_file() and entry.name.endswith(".jsonl") and len(entry.name) > 6:
+            runs.add(entry.name[: -len(".jsonl")])
+    return sorted(runs)
+
+
+def _values(name: str, value: Any, kind: type, label: str) -> frozenset[Any] | None:
+    """A filter argument as a set of accepted values (``None``: no filter)."""
+    if value is None:
+        return None
+    single = isinstance(value, (str, numbers.Integral)) and not isinstance(value, bool)
+    if not single and (not isinstance(value, Iterable) or isinstance(value, (bytes, dict))):
+        raise ValueError(f"{name} takes a value or a collection of values, got {value!r}")
+    accepted = set()
+    for v in [value] if single else value:
+        if v is not None and (isinstance(v, bool) or not isinstance(v, kind)):
+            raise ValueError(f"{name} takes {label} values (or None in a collection), got {v!r}")
+        accepted.add(int(v) if isinstance(v, numbers.Integral) else v)
+    return frozenset(accepted)
+
+
+@dataclass(frozen=True)
+class _Filter:
+    iteration: frozenset[Any] | None
+    task: frozenset[Any] | None
+    method: frozenset[Any] | None
+    success: bool | None
+
+    def select(self, meta: dict[str, Any]) -> bool:
+        return (
+            (self.iteration is None or meta["iteration"] in self.iteration)
+            and (self.task is None or meta["task_id"] in self.task)
+            and (self.method is None or meta["method"] in self.method)
+        )
+
+    def group(self, meta: dict[str, Any], trajectories: list[dict[str, Any]]) -> StoredGroup | None:
+        if self.success is not None:
+            trajectories = [t for t in trajectories if bool(t["success"]) == self.success]
+            if not trajectories:
+                return None
+        return StoredGroup(
+            run=meta["run"],
+            iteration=meta["iteration"],
+            method=meta["method"],
+            group_id=meta["group_id"],
+            task_id=meta["task_id"],
+            time=float(meta["time"]),
+            trajectories=[Trajectory.from_dict(t) for t in trajectories],
+        )
+
+
+class GroupReader(Iterator[StoredGroup]):
+    """The groups :func:`read_groups` yields, read lazily, file by file.
+
+    Attributes:
+        skipped: records skipped so far as torn or unreadable: a JSON line without its newline or
+            that is not JSON (a writer killed mid-write), a Parquet part pyarrow cannot read.
+        skipped_at: where each was (``"path:line"`` or the part's path).
+    """
+
+    def __init__(self, sources: list[tuple[str, Path]], select: _Filter) -> None:
+        self.skipped = 0
+        self.skipped_at: list[str] = []
+        self._groups = self._read(sources, select)
+
+    def __iter__(self) -> GroupReader:
+        return self
+
+    def __next__(self) -> StoredGroup:
+        return next(self._groups)
+
+    def _skip(self, where: str) -> None:
+        self.skipped += 1
+        self.skipped_at.append(where)
+
+    def _read(self, sources: list[tuple[str, Path]], select: _Filter) -> Iterator[StoredGroup]:
+        for fmt, path in sources:
+            if fmt == "jsonl":
+                yield from self._read_jsonl(path, select)
+            else:
+                yield from self._read_part(path, select)
+
+    def _read_jsonl(self, path: Path, select: _Filter) -> Iterator[StoredGroup]:
+        with open(path, "rb") as f:
+            for line_no, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                record = _parse_line(line)
+                if record is None:
+                    self._skip(f"{path}:{line_no}")
+                    continue
+                if not isinstance(record, dict) or not {*_META, "trajectories"} <= record.keys():
+                    raise ValueError(f"{path}:{line_no}: not a trajectory-store record")
+                if select.select(record):
+                    group = select.group(record, record["trajectories"])
+                    if group is not None:
+                        yield group
+
+    def _read_part(self, path: Path, select: _Filter) -> Iterator[StoredGroup]:
+        _, pq = _pyarrow()
+        try:
+            table = pq.read_table(path)
+        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            warnings.warn(f"skipping the unreadable Parquet part {path}: {err}", stacklevel=3)
+            self._skip(str(path))
+            return
+        if not {*_META, "trajectories"} <= set(table.column_names):
+            raise ValueError(f"{path}: not a trajectory-store part (columns {table.column_names})")
+        meta = {k: table.column(k).to_pylist() for k in _META}
+        texts = table.column("trajectories")
+        for i in range(table.num_rows):
+            row = {k: meta[k][i] for k in _META}
+            if select.select(row):
+                group = select.group(row, json.loads(texts[i].as_py()))
+                if group is not None:
+                    yield group
+
+
+def read_groups(
+    root: str | os.PathLike,
+    *,
+    run: str | Iterable[str] | None = None,
+    iteration: int | Iterable[int | None] | None = None,
+    task: str | Iterable[str] | None = None,
+    method: str | Iterable[str | None] | None = None,
+    success: bool | None = None,
+) -> GroupReader:
+    """The groups stored under ``root`` (both formats), lazily, that pass every filter given.
+
+    Args:
+        root: the store directory.
+        run, iteration, task, method: a value or a collection of values; ``None`` = any. A
+            collection may hold ``None`` (e.g. ``iteration=[None]``: the groups stored without
+            an iteration). ``task`` matches the group's task id.
+        success: ``True`` keeps only the successful trajectories of each group, ``False`` only
+            the failed ones, dropping groups left empty; ``None`` keeps all.
+
+    Order: runs by name; within a run its JSON lines in file order, then its Parquet parts in part
+    order, each in row order (append order for one writer).
+
+    Raises:
+        ValueError: ``root`` is not a directory, a named run is not stored, a filter value of the
+            wrong type, or a file under ``root`` that is not a store file. Torn records are
+            skipped, never an error: see :attr:`GroupReader.skipped`.
+        ImportError: a Parquet run without pyarrow installed.
+    """
+    path = _store_root(root)
+    runs = _values("run", run, str, "str")
+    if success is not None:
+        if not isinstance(success, (bool, np.bool_)):
+            raise ValueError(f"success must be True, False or None, got {success!r}")
+        success = bool(success)
+    select = _Filter(
+        iteration=_values("iteration", iteration, numbers.Integral, "int"),
+        task=_values("task", task, str, "str"),
+        method=_values("method", method, str, "str"),
+        success=success,
+    )
+    stored = list_runs(path)
+    if runs is not None and not runs <= set(stored):
+        missing = sorted(map(str, runs - set(stored)))
+        raise ValueError(f"no run {missing} in the store at {path}; stored runs: {stored}")
+    sources: list[tuple[str, Path]] = []
+    for name in stored:
+        if runs is not None and name not in runs:
+            continue
+        if (path / f"{name}.jsonl").is_file():
+            sources.append(("jsonl", path / f"{name}.jsonl"))
+        if (path / name).is_dir():
+            parts = _parts(path / name)
+            if parts:
+                _pyarrow()
+            sources += [("parquet", part) for _, part in parts]
+    return GroupReader(sources, select)
