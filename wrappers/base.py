@@ -51,7 +51,8 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.core import ActType, ObsType
 
-from agentenvs.core import Trajectory
+from agentenvs.core import Trajectory, TrajectoryStore
+from agentenvs.workers import rng_state_of
 from wrappers.grouping import GroupAssembler
 from wrappers.recorder import EpisodeRecorder
 from wrappers.registry import _bind_wrapper, canonical_name, get_method
@@ -83,6 +84,9 @@ class CreditWrapper(
         method: a name or alias in :data:`wrappers.METHODS`; ``None`` takes the class's
             ``method`` (the named subclasses fix it; :class:`CreditWrapper` itself defaults to
             ``"grpo"``).
+        store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
+            after it is credited (method: the canonical name; no iteration); ``None``: none. The
+            wrapper does not close it.
 
     Attributes:
         method: the method name as given (an alias stays an alias);
@@ -114,14 +118,21 @@ class CreditWrapper(
         group_size: int = 8,
         config: Any = None,
         method: str | None = None,
+        *,
+        store: TrajectoryStore | None = None,
     ) -> None:
         method = method or type(self).method
         self.credit_method, config = get_method(method, config)
         gym.utils.RecordConstructorArgs.__init__(
-            self, group_size=group_size, config=config, method=method, _disable_deepcopy=True
+            self,
+            group_size=group_size,
+            config=config,
+            method=method,
+            store=store,
+            _disable_deepcopy=True,
         )
         gym.Wrapper.__init__(self, env)
-        self._assembler = GroupAssembler(group_size, method, config)
+        self._assembler = GroupAssembler(group_size, method, config, store=store)
         self.method = method
         self.config = config
         self.group_size = group_size
@@ -170,6 +181,16 @@ class CreditWrapper(
     def pop_groups(self) -> list[list[Trajectory]]:
         """The credited groups finished since the last call (oldest first); clears the list."""
         return self._assembler.pop_groups()
+
+    @property
+    def rng_state(self) -> Any:
+        """The inner env's ``rng_state`` between groups; ``None`` while a group has finished
+        episodes, which a remote worker must then replay too (:mod:`agentenvs.workers`)."""
+        return None if self._assembler.members(_SLOT) else rng_state_of(self.env)
+
+    @rng_state.setter
+    def rng_state(self, state: Any) -> None:
+        self.env.set_wrapper_attr("rng_state", state)
 
 
 class OutcomeCreditWrapper(CreditWrapper, method="grpo"):

@@ -3,7 +3,8 @@
 This module holds :func:`group_id` (the id format) and :class:`GroupAssembler`, which collects the
 finished member trajectories of open groups, checks that each group plays one task, gives the group
 and its members their ids, runs :func:`~wrappers.registry.assign_advantages`, puts the group into the
-bounded outbox (:class:`~wrappers.recorder.GroupOutbox`) and returns it.
+bounded outbox (:class:`~wrappers.recorder.GroupOutbox`), appends it to the optional
+:class:`~agentenvs.core.TrajectoryStore` (method: the canonical name; no iteration) and returns it.
 
 Ids. A group's ``group_id`` is ``f"{task_id}#{serial}"``, where ``serial`` counts the groups an
 assembler (so: one wrapper) has credited, from 0, never reset (it survives env resets, so ids stay
@@ -28,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from agentenvs.core import Trajectory
+from agentenvs.core import Trajectory, TrajectoryStore
 from wrappers.recorder import GroupOutbox
-from wrappers.registry import assign_advantages, get_method
+from wrappers.registry import assign_advantages, canonical_name, get_method
 
 __all__ = ["group_id", "GroupAssembler"]
 
@@ -52,13 +53,20 @@ class GroupAssembler:
         method: a credit method name or alias (:data:`wrappers.METHODS`).
         config: the method's config (default when ``None``).
         capacity: the outbox bound (oldest credited groups dropped beyond it).
+        store: where every credited group is also appended, right after it is credited (``None``:
+            nowhere); the assembler does not close it.
 
     A *slot* is any hashable naming an open group (the single wrapper has one, the vector wrapper
     one per block and round); a *member* is an index in ``range(group_size)``.
     """
 
     def __init__(
-        self, group_size: int, method: str, config: Any = None, capacity: int = 256
+        self,
+        group_size: int,
+        method: str,
+        config: Any = None,
+        capacity: int = 256,
+        store: TrajectoryStore | None = None,
     ) -> None:
         if group_size < 1:
             raise ValueError(f"group_size must be >= 1, got {group_size}")
@@ -67,6 +75,7 @@ class GroupAssembler:
         self.group_size = group_size
         self.serial = 0  # groups credited so far
         self.outbox = GroupOutbox(capacity)
+        self.store = store
         self._open: dict[Hashable, dict[int, Trajectory]] = {}
 
     def add(
@@ -108,12 +117,14 @@ class GroupAssembler:
     def credit(self, groups: list[list[Trajectory]]) -> None:
         """Credit complete ``groups`` in one :func:`~wrappers.registry.assign_advantages` call
         (one batch: methods that whiten over the batch, such as TRIAGE, see them together) and
-        put them into the outbox."""
+        put them into the outbox (and the store)."""
         if not groups:
             return
         assign_advantages(groups, self.method, self.config)
         for group in groups:
             self.outbox.put(group)
+            if self.store is not None:
+                self.store.append(group, method=canonical_name(self.method))
 
     def members(self, slot: Hashable) -> list[Trajectory]:
         """The members filed so far in ``slot``'s open group, in member order."""

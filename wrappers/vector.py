@@ -23,6 +23,11 @@ Resets:
 
 Group ids stay unique across resets (the serial is never reset).
 
+Infrastructure failures. A sub-env whose episode ends with ``info["infra_failure"]`` (a remote
+worker died and the episode could not be rebuilt, :class:`agentenvs.RayVectorEnv`) did not fail
+at the task: its whole group is dropped instead of credited, counted in ``dropped_groups`` and in
+``infos["credit_dropped"]`` (the groups dropped on that step).
+
 >>> import agentenvs
 >>> envs = VectorCreditWrapper(agentenvs.make_group_vec_env(
 ...     "agentenvs/Sokoban-v0", num_groups=2, group_size=2, action_format="plain"), "graph")
@@ -48,7 +53,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentenvs.core import Trajectory
+from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.vector import sub_info
 from wrappers.grouping import GroupAssembler
 from wrappers.recorder import EpisodeRecorder
@@ -66,13 +71,21 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         method: a name or alias in :data:`wrappers.METHODS` (``"grpo"``, ``"gigpo"``,
             ``"graphgpo"`` alias ``"graph"``, ``"rtmc"``, or one registered by the user).
         config: the method's config (default when ``None``).
+        store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
+            after it is credited (method: the canonical name; no iteration); ``None``: none. The
+            wrapper does not close it.
 
     Attributes: ``method`` (as given), ``credit_method`` (the registry entry), ``config``,
     ``group_size``. See the module docstring for resets.
     """
 
     def __init__(
-        self, env: gym.vector.VectorEnv, method: str = "graphgpo", config: Any = None
+        self,
+        env: gym.vector.VectorEnv,
+        method: str = "graphgpo",
+        config: Any = None,
+        *,
+        store: TrajectoryStore | None = None,
     ) -> None:
         super().__init__(env)
         group_size = getattr(env, "group_size", None)
@@ -88,10 +101,12 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         self.credit_method, self.config = get_method(method, config)
         self.method = method
         self.group_size = group_size
-        self._assembler = GroupAssembler(group_size, method, self.config)
+        self._assembler = GroupAssembler(group_size, method, self.config, store=store)
         self._recorders = [EpisodeRecorder() for _ in range(self.num_envs)]
         self._episode = np.zeros(self.num_envs, np.int64)  # finished episodes since block reset
         self._needs_reset = np.zeros(self.num_envs, bool)  # NEXT_STEP: the next step is a reset
+        self._failed_slots: set[tuple[int, int]] = set()  # open groups an infra failure spoiled
+        self.dropped_groups = 0
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -103,10 +118,12 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         if mask is None:
             mask = np.ones(self.num_envs, bool)
             self._assembler.discard()
+            self._failed_slots.clear()
         else:
             mask = np.asarray(mask, bool)
             touched = {i // self.group_size for i in np.flatnonzero(mask)}
             self._assembler.discard(lambda slot: slot[0] in touched)
+            self._failed_slots = {s for s in self._failed_slots if s[0] not in touched}
         for block in {i // self.group_size for i in np.flatnonzero(mask)}:
             self._episode[block * self.group_size : (block + 1) * self.group_size] = 0
         for i in np.flatnonzero(mask):
@@ -117,6 +134,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         finished: list[list[Trajectory]] = []
+        dropped = 0
         for i in range(self.num_envs):
             info = sub_info(infos, i, EpisodeRecorder.INFO_KEYS)
             if self._needs_reset[i]:
@@ -130,13 +148,26 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
                 continue
             self._needs_reset[i] = True
             block, member = divmod(i, self.group_size)
-            group = self._assembler.add((block, int(self._episode[i])), member, traj, credit=False)
+            slot = (block, int(self._episode[i]))
+            if "infra_failure" in infos and sub_info(infos, i, ("infra_failure",)).get(
+                "infra_failure"
+            ):
+                self._failed_slots.add(slot)  # lost with its worker: the group is dropped whole
+            group = self._assembler.add(slot, member, traj, credit=False)
             self._episode[i] += 1
-            if group is not None:
+            if group is None:
+                continue
+            if slot in self._failed_slots:
+                self._failed_slots.discard(slot)
+                dropped += 1
+            else:
                 finished.append(group)
         if finished:
             self._assembler.credit(finished)  # one batch: the groups completed by this step
             infos = {**infos, "credit": finished}
+        if dropped:
+            self.dropped_groups += dropped
+            infos = {**infos, "credit_dropped": dropped}
         return obs, rewards, terms, truncs, infos
 
     def pop_groups(self) -> list[list[Trajectory]]:

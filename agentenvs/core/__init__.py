@@ -1,7 +1,9 @@
-"""The core of agentenvs: the data contract, the action parser, task panels, the text-env base and
-the agent prompts (the ``agent_prompt`` hook).
+"""The core of agentenvs: the data contract, the action parser, task panels, the text-env base,
+the agent prompts (the ``agent_prompt`` hook) and the crash-safe trajectory store
+(:mod:`agentenvs.core.store`).
 
-Everything here depends on gymnasium and numpy only.
+Everything here depends on gymnasium and numpy only (the store's Parquet format on pyarrow, imported
+when used).
 """
 
 from agentenvs.core.jsonl import TrajectoryWriter, read_trajectories, write_trajectories
@@ -16,6 +18,7 @@ from agentenvs.core.prompting import (
     generic_prompt,
 )
 from agentenvs.core.spaces import TEXT_CHARSET, TextSpace, text_space
+from agentenvs.core.store import StoredGroup, TrajectoryStore, list_runs, read_groups
 from agentenvs.core.tasks import SeedTaskIds, TaskPanel
 from agentenvs.core.text_env import TextAgentEnv
 from agentenvs.core.trajectory import Step, Trajectory, decode, encode
@@ -28,6 +31,10 @@ __all__ = [
     "TrajectoryWriter",
     "write_trajectories",
     "read_trajectories",
+    "TrajectoryStore",
+    "StoredGroup",
+    "read_groups",
+    "list_runs",
     "ParsedAction",
     "parse_action",
     "parse_action_verl",

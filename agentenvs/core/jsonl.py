@@ -1,9 +1,12 @@
 """Trajectory storage as JSON lines, one trajectory per line (gzip when the path ends in ``.gz``).
 
 This module holds :class:`TrajectoryWriter`, :func:`write_trajectories` and
-:func:`read_trajectories`. The round trip is lossless for everything :func:`agentenvs.core.encode`
-supports (text, numbers, bytes, tuples, numpy arrays). A record written before a ``Step`` field
-existed loads with that field's default (``Step.cost`` = 1.0).
+:func:`read_trajectories`, and the two line-level pieces they share with the crash-safe
+:mod:`agentenvs.core.store`: :func:`dumps_line` (one record as one line) and :func:`append_line`
+(a durable append of a whole line to an ``O_APPEND`` file descriptor). The round trip is lossless
+for everything :func:`agentenvs.core.encode` supports (text, numbers, bytes, tuples, numpy arrays).
+A record written before a ``Step`` field existed loads with that field's default (``Step.cost`` =
+1.0).
 
 Example:
     >>> import tempfile, os
@@ -22,11 +25,44 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import IO
+from typing import IO, Any
 
 from agentenvs.core.trajectory import Trajectory
 
-__all__ = ["TrajectoryWriter", "write_trajectories", "read_trajectories"]
+__all__ = [
+    "TrajectoryWriter",
+    "write_trajectories",
+    "read_trajectories",
+    "dumps_line",
+    "append_line",
+]
+
+
+def dumps_line(record: Any) -> str:
+    """``record`` (JSON-compatible) as one line of text: JSON with non-ASCII text kept as is and
+    the trailing newline.
+
+    >>> line = dumps_line({"task_id": "t", "obs": "caf\u00e9"})
+    >>> line.endswith("}" + chr(10)), "caf\u00e9" in line
+    (True, True)
+    """
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def append_line(fd: int, line: bytes, sync: bool = True) -> None:
+    """Append ``line`` (whole, newline included) to the file open at ``fd`` with ``O_APPEND``: one
+    ``os.write`` of all its bytes (repeated for the rest only after a short write), then
+    ``os.fsync`` when ``sync``.
+
+    A process killed before this returns leaves at most a partial last line (no newline); a line
+    whose write returned is in the OS page cache (safe from a process crash), and after the fsync
+    on disk (safe from a power loss).
+    """
+    view = memoryview(line)
+    while view:
+        view = view[os.write(fd, view) :]
+    if sync:
+        os.fsync(fd)
 
 
 def _open(path: str | os.PathLike, mode: str) -> IO[str]:
@@ -48,7 +84,7 @@ class TrajectoryWriter:
         self.count = 0
 
     def write(self, trajectory: Trajectory) -> None:
-        self._file.write(json.dumps(trajectory.to_dict(), ensure_ascii=False) + "\n")
+        self._file.write(dumps_line(trajectory.to_dict()))
         self.count += 1
 
     def close(self) -> None:

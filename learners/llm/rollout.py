@@ -317,7 +317,7 @@ def _drain(env: gym.Env) -> None:
 
 def _unbatch(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
     """Per-sub-env info dicts from a vector ``infos`` (``infos["credit"]`` is not per sub-env)."""
-    per_env = {key: value for key, value in infos.items() if key != "credit"}
+    per_env = {k: v for k, v in infos.items() if k not in ("credit", "credit_dropped")}
     return [sub_info(per_env, i) for i in range(n)]
 
 
@@ -341,7 +341,8 @@ def collect_parallel(
 
     ``envs`` is a vector credit wrapper over a grouped vector env (``group_size`` attribute,
     ``NEXT_STEP`` autoreset, Gymnasium's ``reset_mask`` partial resets). Returns the credited
-    groups and the number dropped because they held steps the learner did not sample.
+    groups and the number dropped: groups holding steps the learner did not sample, and groups the
+    wrapper dropped after an infrastructure failure (``infos["credit_dropped"]``).
     """
     stats = sample.stats
     n, size = envs.num_envs, block_size(envs)
@@ -372,6 +373,7 @@ def collect_parallel(
             actions[i] = r
         t0 = time.perf_counter()
         batch, _, terminated, truncated, batch_infos = envs.step(actions)
+        dropped += int(batch_infos.get("credit_dropped", 0))  # lost to infrastructure failures
         for group in as_groups(batch_infos.get("credit")):
             if take_samples(group):
                 groups.append(group)
