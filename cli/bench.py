@@ -1,0 +1,236 @@
+"""``agentenvs bench``: random-walk throughput of grouped vector envs.
+
+This module holds :class:`BenchResult`, :func:`bench_env`, :func:`format_table` and the
+subcommand's :func:`add_parser` / :func:`run`.
+
+Each env runs as ``agentenvs.make_group_vec_env(env_id, num_envs // group_size, group_size,
+vectorization_mode=...)``. The policy is a random walk: each sub-env plays a uniformly drawn
+admissible action (``info["admissible_actions"]``, wrapped in ``<think></think><action>...</action>``
+for tagged envs), or a sample of the action space where there is no such list (``Discrete`` envs;
+a text env without admissible actions then sends short random text, mostly invalid). Measured, after one
+untimed warm-up reset:
+
+* ``steps/s``: sub-env steps per second over ``--steps`` sub-env steps (autoresets included);
+* ``resets/s``: sub-env resets per second over 3 full ``reset()`` calls (``num_envs`` resets each);
+* ``episodes`` and ``won``: episodes finished during the walk and their success share.
+
+>>> r = bench_env("agentenvs/Sokoban-v0", steps=16, num_envs=4, group_size=2)
+>>> r.steps, r.num_envs, r.steps_per_s > 0, r.resets_per_s > 0
+(16, 4, True, True)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import string
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from cli.errors import CLIError, check_env_id, parse_env_kwargs
+from cli.play import wrap_action
+
+__all__ = ["BenchResult", "bench_env", "format_table", "add_parser", "run"]
+
+_CHARS = string.ascii_letters + string.digits + " []<>/"
+#: Full ``reset()`` calls timed per env.
+RESET_CALLS = 3
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One env's measurement (see the module docstring for what each number means)."""
+
+    env_id: str
+    mode: str
+    num_envs: int
+    steps: int
+    steps_per_s: float
+    resets_per_s: float
+    episodes: int
+    won: float
+    actions: str  # "admissible" or "sampled"
+
+
+def _random_text(rng: np.random.Generator, max_chars: int = 20) -> str:
+    """A short random printable string (a text space's own ``sample()`` may be a megabyte long)."""
+    return "".join(rng.choice(list(_CHARS), size=int(rng.integers(1, max_chars + 1))))
+
+
+def _action_formats(envs: Any, env_id: str, env_kwargs: dict[str, Any] | None) -> list[Any]:
+    """Each sub-env's ``action_format`` (``None`` where it has none): asked of the vector env, or,
+    where it cannot say, of one env made for the purpose."""
+    try:
+        return list(envs.env.get_attr("action_format"))
+    except AttributeError:
+        probe = gym.make(env_id, **(env_kwargs or {}))
+        try:
+            fmt = probe.get_wrapper_attr("action_format")
+        except AttributeError:
+            fmt = None
+        finally:
+            probe.close()
+        return [fmt] * envs.num_envs
+
+
+def bench_env(
+    env_id: str,
+    steps: int = 2000,
+    num_envs: int = 8,
+    group_size: int = 4,
+    vectorization: str = "sync",
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+) -> BenchResult:
+    """Random-walk ``env_id`` for ``steps`` sub-env steps (rounded up to whole vector steps).
+
+    Raises:
+        CLIError: unknown env id, bad sizes or bad keyword arguments.
+        ValueError: an unknown ``vectorization`` mode (from Gymnasium).
+    """
+    check_env_id(env_id)
+    if steps < 1 or num_envs < 1 or group_size < 1:
+        raise CLIError(
+            f"--steps, --num-envs and --group-size must be >= 1, got {steps}, {num_envs}, {group_size}"
+        )
+    if num_envs % group_size:
+        raise CLIError(f"--group-size {group_size} must divide --num-envs {num_envs}")
+    import agentenvs
+
+    try:
+        envs = agentenvs.make_group_vec_env(
+            env_id,
+            num_envs // group_size,
+            group_size,
+            vectorization_mode=vectorization,
+            **(env_kwargs or {}),
+        )
+    except TypeError as exc:
+        raise CLIError(f"{env_id}: bad --env-kwargs {env_kwargs}: {exc}") from None
+    rng = np.random.default_rng(seed)
+    try:
+        envs.action_space.seed(seed)
+        text = isinstance(envs.single_action_space, gym.spaces.Text)
+        formats = _action_formats(envs, env_id, env_kwargs) if text else [None] * num_envs
+        _, infos = envs.reset(seed=seed)
+        vector_steps = math.ceil(steps / num_envs)
+        episodes = wins = 0
+        used_admissible = False
+        start = time.perf_counter()
+        for _ in range(vector_steps):
+            admissible = infos.get("admissible_actions") if text else None
+            if not text:
+                actions: Any = envs.action_space.sample()
+            else:
+                actions = []
+                for i in range(num_envs):
+                    choices = admissible[i] if admissible is not None else None
+                    if choices is not None and len(choices):
+                        actions.append(wrap_action(str(rng.choice(choices)), formats[i]))
+                        used_admissible = True
+                    else:
+                        actions.append(_random_text(rng))
+            _, _, terminated, truncated, infos = envs.step(actions)
+            done = np.asarray(terminated) | np.asarray(truncated)
+            episodes += int(done.sum())
+            won = np.asarray(infos.get("won", np.zeros(num_envs, bool)), bool)
+            wins += int((done & won).sum())
+        step_s = time.perf_counter() - start
+        start = time.perf_counter()
+        for k in range(RESET_CALLS):
+            envs.reset(seed=seed + 1 + k)
+        reset_s = time.perf_counter() - start
+    finally:
+        envs.close()
+    return BenchResult(
+        env_id=env_id,
+        mode=vectorization,
+        num_envs=num_envs,
+        steps=vector_steps * num_envs,
+        steps_per_s=vector_steps * num_envs / step_s,
+        resets_per_s=RESET_CALLS * num_envs / reset_s,
+        episodes=episodes,
+        won=wins / episodes if episodes else math.nan,
+        actions="admissible" if used_admissible else "sampled",
+    )
+
+
+def format_table(results: list[BenchResult]) -> str:
+    """A fixed-width table, one row per env.
+
+    >>> print(format_table([BenchResult("e", "sync", 8, 2000, 12345.6, 789.0, 120, 0.05, "sampled")]))
+    env  mode  envs  steps  steps/s  resets/s  episodes  won    actions
+    e    sync     8   2000   12,346       789       120  0.050  sampled
+    """
+    head = ("env", "mode", "envs", "steps", "steps/s", "resets/s", "episodes", "won", "actions")
+    rows = [
+        (
+            r.env_id,
+            r.mode,
+            str(r.num_envs),
+            str(r.steps),
+            f"{r.steps_per_s:,.0f}",
+            f"{r.resets_per_s:,.0f}",
+            str(r.episodes),
+            f"{r.won:.3f}",
+            r.actions,
+        )
+        for r in results
+    ]
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
+    left = {0, 1, 7, 8}
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [
+            c.ljust(w) if i in left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    return "\n".join(line(row) for row in [head, *rows])
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="random-walk throughput (steps/s, resets/s) of grouped vector envs",
+        description="Random walk over admissible actions through agentenvs.make_group_vec_env.",
+    )
+    p.add_argument(
+        "env_ids",
+        nargs="*",
+        metavar="ENV_ID",
+        default=["agentenvs/Sokoban-v0"],
+        help="envs to measure (default: agentenvs/Sokoban-v0)",
+    )
+    p.add_argument("--steps", type=int, default=2000, help="sub-env steps per env (default 2000)")
+    p.add_argument("--num-envs", type=int, default=8, help="sub-envs (default 8)")
+    p.add_argument("--group-size", type=int, default=4, help="sub-envs per group (default 4)")
+    p.add_argument("--vectorization", default="sync", help="sync, async or ray (default sync)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--env-kwargs", default=None, help="JSON keyword arguments for every env")
+
+
+def run(args: argparse.Namespace) -> int:
+    kwargs = parse_env_kwargs(args.env_kwargs)
+    results = []
+    for env_id in args.env_ids:
+        print(f"measuring {env_id} ...", file=sys.stderr, flush=True)
+        results.append(
+            bench_env(
+                env_id,
+                args.steps,
+                args.num_envs,
+                args.group_size,
+                args.vectorization,
+                args.seed,
+                kwargs,
+            )
+        )
+    print(format_table(results))
+    return 0
