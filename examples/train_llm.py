@@ -11,6 +11,7 @@ sampled, with the 95% interval of the per-room gain. ``--model smollm2`` runs Sm
     python examples/train_llm.py                                        # the main job
     python examples/train_llm.py --iterations 2 --format-warm-start 20  # smoke test, seconds
     python examples/train_llm.py --model smollm2                        # ~20 minutes on 2 cores
+    torchrun --nproc_per_node 2 examples/train_llm.py --model tiny      # data-parallel (DDP)
     python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny --iterations 1
     python examples/train_llm.py --env agentenvs/ALFWorld-v0 --credit gigpo --model /path/to/hf/model \\
         --backend vllm --vllm-sleep --lora --prompt reference --groups 16 --group-size 8
@@ -19,7 +20,8 @@ The data flow is the one the SDK promises: the env (``gym.make``) is wrapped in 
 ``--credit`` names, and the learner trains on the credited groups the wrappers hand out. Every
 step budget, prompt and response budget not given here comes from the env. Outputs in ``--out``:
 ``metrics.csv``, ``tensorboard/``, ``checkpoint.pt`` (``--resume`` continues it exactly),
-``learning_curve.png``, ``config.json`` and ``policy/``, the trained policy (``--export``: a plain
+``learning_curve.png``, ``config.json``, ``trajectories/`` (every credited group, ``--store``
+jsonl / parquet / none; docs/store.md) and ``policy/``, the trained policy (``--export``: a plain
 HF model directory with any LoRA adapter merged in, or the LoRA adapter alone; see
 ``learners/llm/export.py``).
 """
@@ -107,6 +109,9 @@ CONFIG_FLAGS = {
     "autocast": "--autocast",
     "gradient_checkpointing": "--gradient-checkpointing",
     "ref_offload": "--ref-offload",
+    "parallel": "--parallel",
+    "store": "--store",
+    "store_extras": "--store-extras",
 }
 
 
@@ -147,6 +152,18 @@ def parse_args() -> argparse.Namespace:
         choices=["parallel", "sequential"],
         help="parallel: a group's members play at once (a grouped vector env); sequential: one "
         "env per group plays its members one after another",
+    )
+    p.add_argument(
+        "--vectorization",
+        default="sync",
+        choices=["sync", "async", "ray"],
+        help="parallel rollout's sub-envs: in this process, in subprocesses, or in Ray actors",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --vectorization ray: the cluster to join ('auto', 'ray://host:10001'; default: "
+        "a local Ray instance)",
     )
     p.add_argument("--model", default="tiny", help="'tiny', 'smollm2' or a local HF model dir")
     p.add_argument(
@@ -210,10 +227,14 @@ def main() -> None:
     args = parse_args()
     import torch
 
+    from learners.llm.distributed import Distributed
     from learners.llm.models import resolve_model
     from learners.llm.policy import load_policy
     from learners.llm.precision import DTYPES
     from learners.llm.trainer import Trainer
+
+    # under torchrun: this rank's place (gloo on CPU, nccl on CUDA); else one process
+    dist = Distributed.from_env()
 
     # 1. The envs, each wrapped in the chosen credit wrapper: data flows env -> wrapper -> learner.
     env_kwargs = dict(args.env_kwargs or {})
@@ -231,7 +252,15 @@ def main() -> None:
 
         envs = [make_env] * args.groups
     else:  # the same wrapper maths over blocks of sub-envs that play one task at once
-        grouped = agentenvs.make_group_vec_env(args.env, args.groups, args.group_size, **env_kwargs)
+        vector_kwargs = {"address": args.ray_address} if args.vectorization == "ray" else None
+        grouped = agentenvs.make_group_vec_env(
+            args.env,
+            args.groups,
+            args.group_size,
+            args.vectorization,
+            vector_kwargs=vector_kwargs,
+            **env_kwargs,
+        )
         envs = VectorCreditWrapper(grouped, args.credit, args.credit_config)
 
     # 2. The configuration (every field documented in learners/llm/config.py).
@@ -242,12 +271,18 @@ def main() -> None:
     )
 
     # 3. The policy: a local HF directory (SmolLM2 and the tiny model are built offline, once).
-    model_dir = resolve_model(args.model)
+    model_dir = resolve_model(args.model) if dist.is_main else None  # rank 0 builds it once
+    dist.barrier()
+    model_dir = model_dir or resolve_model(args.model)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = dist.device if dist.enabled else device
     dtype = DTYPES[config.weight_dtype]
     policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=config.lora_rank)
-    print(f"model {model_dir} on {device}; env {args.env} {env_kwargs}; credit {args.credit}")
-    if args.format_warm_start:  # the env's action syntax only: uniformly random admissible actions
+    if dist.is_main:
+        print(f"model {model_dir} on {device}; env {args.env} {env_kwargs}; credit {args.credit}")
+    # the env's action syntax only: uniformly random admissible actions (on rank 0, whose weights
+    # the trainer gives every rank)
+    if args.format_warm_start and dist.is_main:
         from learners.llm.warm_start import format_warm_start
 
         env = gym.make(args.env, **env_kwargs)
@@ -262,12 +297,23 @@ def main() -> None:
 
     eval_envs = [make_eval_env] * max(1, min(args.eval_envs, config.eval_tasks))
     trainer = Trainer(
-        config, policy, args.out, envs, eval_envs=eval_envs, model_path=str(model_dir)
+        config,
+        policy,
+        args.out,
+        envs,
+        eval_envs=eval_envs,
+        model_path=str(model_dir),
+        distributed=dist,
     )
     if args.resume:
         trainer.load_checkpoint()
     rows = trainer.train()
+    # the policy to export, on rank 0 (under FSDP gathered from every rank)
+    trained = trainer.full_policy() if args.export != "none" else None
     trainer.close()
+    dist.destroy()
+    if not dist.is_main:  # rank 0 reports and exports
+        return
 
     # 5. Report: test success before and after training, per decoding, with the paired 95% interval.
     for mode in config.eval_modes:
@@ -294,7 +340,7 @@ def main() -> None:
     if args.export != "none":
         from learners.llm.export import export_policy
 
-        path = export_policy(policy, os.path.join(args.out, "policy"), args.export == "merged")
+        path = export_policy(trained, os.path.join(args.out, "policy"), args.export == "merged")
         print(f"policy exported ({args.export}) to {path}")
 
 

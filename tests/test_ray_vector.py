@@ -23,7 +23,8 @@ MOVES = ["up", "down", "left", "right"]
 
 @pytest.fixture(scope="module")
 def ray_session():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    # address="local": a fresh instance of our own, even if another process runs a cluster here
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     # the env factories below live in this test module, which Ray's workers cannot import
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield

@@ -14,7 +14,8 @@ from learners.sb3 import CreditPPO, RayVecEnv, make_credit_vec_env  # noqa: E402
 
 @pytest.fixture(scope="module")
 def ray_session():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    # address="local": a fresh instance of our own, even if another process runs a cluster here
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 

@@ -19,6 +19,8 @@ Modules (import what you need; all need the ``llm`` extra: torch, transformers, 
 * :mod:`~learners.llm.plan` / :mod:`~learners.llm.memcheck` - the memory planner and the trainer's
   warning when a run will not fit.
 * :mod:`~learners.llm.trainer` - the loop: credited rollouts, update, eval, metrics, checkpoints.
+* :mod:`~learners.llm.distributed` - data parallelism under ``torchrun`` (DDP or FSDP2; gloo on
+  CPU, nccl on CUDA).
 * :mod:`~learners.llm.cursor` - the resumable task cursor.
 * :mod:`~learners.llm.metrics` - CSV/TensorBoard logging and the learning-curve PNG.
 * :mod:`~learners.llm.models` - ``--model`` resolution: local dirs, ``tiny``, ``smollm2`` (offline).

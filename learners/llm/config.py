@@ -2,7 +2,9 @@
 
 This module holds :class:`TrainConfig`, :data:`LOSS_AGG_MODES` (verl's loss aggregation modes),
 :data:`WEIGHT_DTYPES` and :data:`AUTOCAST_MODES` (the precision choices; see
-:mod:`learners.llm.precision`) and :data:`EVAL_MODES` (greedy and sampled decoding in evaluation).
+:mod:`learners.llm.precision`), :data:`EVAL_MODES` (greedy and sampled decoding in evaluation),
+:data:`PARALLEL_MODES` (DDP or FSDP under ``torchrun``) and :data:`STORE_CHOICES` (the trajectory
+store's formats).
 
 The environments, their credit wrappers and the group sizes are not configuration here: the
 trainer is handed credit-wrapped envs (see :class:`~learners.llm.trainer.Trainer`). Defaults suit a
@@ -38,7 +40,21 @@ WEIGHT_DTYPES = ("float32", "bfloat16", "float16")
 #: ``TrainConfig.autocast`` choices.
 AUTOCAST_MODES = ("auto", "bfloat16", "float16", "none")
 
-__all__ = ["TrainConfig", "LOSS_AGG_MODES", "WEIGHT_DTYPES", "AUTOCAST_MODES", "EVAL_MODES"]
+#: ``TrainConfig.parallel`` choices (data parallelism under ``torchrun``).
+PARALLEL_MODES = ("ddp", "fsdp")
+
+#: ``TrainConfig.store`` choices: a trajectory-store format, or none.
+STORE_CHOICES = ("jsonl", "parquet", "none")
+
+__all__ = [
+    "TrainConfig",
+    "LOSS_AGG_MODES",
+    "WEIGHT_DTYPES",
+    "AUTOCAST_MODES",
+    "EVAL_MODES",
+    "PARALLEL_MODES",
+    "STORE_CHOICES",
+]
 
 
 @dataclass
@@ -143,6 +159,18 @@ class TrainConfig:
         lora_rank: > 0 trains a LoRA adapter of this rank (peft) instead of all weights (read by
             :func:`~learners.llm.policy.load_policy` callers such as ``examples/train_llm.py``).
         torch_threads: CPU threads for torch (0 = leave torch's default).
+        parallel: how the update is spread over the processes of a ``torchrun`` job (ignored in a
+            single process): ``"ddp"`` (every rank holds the whole model, gradients all-reduced)
+            or ``"fsdp"`` (FSDP2 ``fully_shard``: parameters, gradients and optimizer state
+            sharded; float32 weights, no LoRA, HF backend). See
+            :mod:`learners.llm.distributed` and ``docs/learner-distributed.md``.
+        store: where the trainer writes every credited group of each iteration
+            (:class:`~agentenvs.core.TrajectoryStore` under ``out_dir/trajectories``, run = the
+            out_dir's name): ``"jsonl"``, ``"parquet"`` (needs pyarrow) or ``"none"``.
+        store_extras: also store the learner's per-step sample (``Step.extras`` keys
+            ``prompt_ids``, ``response_ids``, ``logprobs``); ``False`` drops them (the stored
+            steps keep the text, rewards, advantages and the other extras); see docs/store.md for
+            the size per step.
     """
 
     train_tasks: list[str] | None = None
@@ -189,10 +217,15 @@ class TrainConfig:
     ref_offload: bool = False
     lora_rank: int = 0
     torch_threads: int = 0
+    parallel: str = "ddp"
+    store: str = "jsonl"
+    store_extras: bool = False
 
     def __post_init__(self) -> None:
         if self.backend not in ("hf", "vllm"):
             raise ValueError(f"backend must be 'hf' or 'vllm', got {self.backend!r}")
+        if self.store not in STORE_CHOICES:
+            raise ValueError(f"store must be one of {STORE_CHOICES}, got {self.store!r}")
         if self.prompt_style not in PROMPT_STYLES:
             raise ValueError(
                 f"prompt_style must be one of {PROMPT_STYLES}, got {self.prompt_style!r}"
@@ -237,6 +270,8 @@ class TrainConfig:
         for name in ("vllm_max_model_len", "vllm_max_lora_rank"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 or None, got {getattr(self, name)}")
+        if self.parallel not in PARALLEL_MODES:
+            raise ValueError(f"parallel must be one of {PARALLEL_MODES}, got {self.parallel!r}")
         if self.logprob_check_samples < 0:
             raise ValueError(
                 f"logprob_check_samples must be >= 0, got {self.logprob_check_samples}"

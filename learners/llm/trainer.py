@@ -1,6 +1,7 @@
 """The training loop: credit-wrapped envs -> their credited groups -> PPO-clip update.
 
-This module holds :class:`Trainer` and :func:`build_generator`.
+This module holds :class:`Trainer`, :func:`build_generator` and :data:`SAMPLE_EXTRAS` (the
+per-step sample keys the trajectory store leaves out by default).
 
 The trainer is handed envs that already assign credit (data flows env -> wrapper -> learner):
 
@@ -29,11 +30,22 @@ One iteration:
    length-sorted micro-batches cut by a sample count or a token budget, the precision of
    :mod:`~learners.llm.precision` (bf16 autocast on CUDA by default), optional gradient
    checkpointing and LoRA);
-4. log metrics (CSV, TensorBoard, tqdm), evaluate on test tasks (greedy and sampled, every
-   episode's outcome kept, the before/after gain with its 95% interval), checkpoint.
+4. append the credited groups to the trajectory store (``config.store``: ``out_dir/trajectories``,
+   run = the out_dir's name, iteration = the 1-based iteration of the ``metrics.csv`` row; see
+   :mod:`agentenvs.core.store`), log metrics (CSV, TensorBoard, tqdm), evaluate on test tasks
+   (greedy and sampled, every episode's outcome kept, the before/after gain with its 95%
+   interval), checkpoint.
 
 Before the first update the trainer estimates its memory with :mod:`learners.llm.plan` and warns
 when the run will likely not fit the device (:func:`~learners.llm.memcheck.warn_if_unfit`).
+
+Under ``torchrun`` (:mod:`learners.llm.distributed`; ``docs/learner-distributed.md``) every rank
+takes the same ``world_size x groups`` tasks from its cursor and plays its own contiguous share of
+whole groups (credit is assigned per whole group, by the rank's own wrappers); the update equals one
+process's on the union of the ranks' samples (global loss normalisers, gradients summed by DDP or
+FSDP2, every rank in every collective even with no samples), and every rank keeps the same
+weights. Evaluation tasks are split across the ranks and the outcomes gathered; only rank 0 writes
+files (metrics, TensorBoard, checkpoints, the curve, the trajectory store).
 
 Checkpoints hold the model and optimizer state, the fp32 master weights and the loss scaler,
 every RNG state, the iteration and the task-cursor
@@ -43,13 +55,15 @@ id; no env state crosses an iteration).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +71,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agentenvs.core.trajectory import Step
+from agentenvs.core.store import TrajectoryStore
+from agentenvs.core.trajectory import Step, Trajectory
 from learners.llm.batching import micro_batches
 from learners.llm.config import TrainConfig
 from learners.llm.cursor import TaskCursor
+from learners.llm.distributed import Distributed
 from learners.llm.generation import HFGenerator
 from learners.llm.logprob_gap import logprob_gap
 from learners.llm.loss import (
@@ -96,7 +112,7 @@ from learners.llm.rollout import (
     prompts_of,
 )
 
-__all__ = ["Trainer", "build_generator", "EnvSource"]
+__all__ = ["Trainer", "build_generator", "EnvSource", "SAMPLE_EXTRAS"]
 
 #: What the trainer is given: env factories / envs (single credit wrappers) or a vector credit wrapper.
 EnvSource = Sequence[Callable[[], gym.Env] | gym.Env] | gym.vector.VectorEnv
@@ -138,6 +154,43 @@ def _make(env: Callable[[], gym.Env] | gym.Env) -> gym.Env:
     return env if isinstance(env, gym.Env) else env()
 
 
+def _outcome(traj: Trajectory) -> Trajectory:
+    """What evaluation logs of an episode (no observations, actions or extras): cheap to gather."""
+    steps = [Step(None, None, s.reward, action_valid=s.action_valid) for s in traj.steps]
+    return Trajectory(traj.task_id, traj.group_id, steps, traj.success, traj.traj_id)
+
+
+def _rng_state() -> dict[str, Any]:
+    return {
+        "torch_rng": torch.get_rng_state(),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        "numpy_rng": np.random.get_state(),
+        "python_rng": random.getstate(),
+    }
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch_rng"].cpu())
+    if state["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    np.random.set_state(state["numpy_rng"])
+    random.setstate(state["python_rng"])
+
+
+#: The learner's per-step sample in ``Step.extras``, not stored unless ``config.store_extras``.
+SAMPLE_EXTRAS = ("prompt_ids", "response_ids", "logprobs")
+
+
+def _credit_method_name(env: gym.Env | gym.vector.VectorEnv) -> str | None:
+    """The canonical name of the credit method ``env``'s wrapper applies; ``None`` if unknown."""
+    try:
+        entry = env.get_wrapper_attr("credit_method") if isinstance(env, gym.Env) else None
+    except AttributeError:
+        entry = None
+    entry = entry or getattr(env, "credit_method", None)
+    return getattr(entry, "name", None)
+
+
 def _task_panel(env: gym.Env | gym.vector.VectorEnv) -> Any:
     try:
         if isinstance(env, gym.vector.VectorEnv):
@@ -153,7 +206,8 @@ class Trainer:
     Args:
         config: the run configuration.
         policy: the model to train (already on its device; LoRA-wrapped if ``config.lora_rank``).
-        out_dir: where metrics, TensorBoard logs, checkpoints and the learning curve go.
+        out_dir: where metrics, TensorBoard logs, checkpoints, the trajectory store
+            (``trajectories/``) and the learning curve go.
         envs: credit-wrapped envs: a sequence of factories (or envs), one group per env and
             iteration, or a vector credit wrapper over a grouped vector env, one group per block
             (see the module doc). The trainer owns and closes them.
@@ -162,6 +216,11 @@ class Trainer:
         model_path: the model's HF directory (needed by the vLLM backend only).
         tensorboard: also log to ``out_dir/tensorboard``.
         progress: show a tqdm bar.
+        distributed: this process's place in a ``torchrun`` job; default
+            :meth:`Distributed.from_env() <learners.llm.distributed.Distributed.from_env>` (world
+            size 1 outside ``torchrun``). Under world size > 1 every rank builds its own trainer
+            with the same config, model and envs, and calls the same methods in the same order
+            (each one that communicates says so); rank 0's weights are broadcast to all.
 
     Task ids come from ``config.train_tasks`` / ``test_tasks`` or the env's task panel
     (``tasks.ids("train")`` / ``("test")``).
@@ -178,16 +237,20 @@ class Trainer:
         model_path: str | None = None,
         tensorboard: bool = True,
         progress: bool = True,
+        distributed: Distributed | None = None,
     ) -> None:
         self.config = config
         self.policy = policy
+        self.dist = distributed if distributed is not None else Distributed.from_env()
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.progress = progress
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
-        torch.manual_seed(config.seed)
+        torch.manual_seed(config.seed + self.dist.rank)  # ranks sample independently
         self._open_envs(envs, eval_envs)
+        if self.dist.enabled:
+            self._check_parallel()
         train_ids = self._choose_tasks()
         self.cursor = TaskCursor(train_ids, seed=config.seed)
         self.max_new_tokens = config.max_new_tokens or max(p.max_new_tokens for p in self.prompts)
@@ -200,6 +263,7 @@ class Trainer:
         dtype = DTYPES[config.weight_dtype]
         if any(p.dtype != dtype for p in policy.model.parameters() if p.is_floating_point()):
             policy.model.to(dtype)  # LoRA adapters included
+        self.dist.broadcast_(policy.model.state_dict().values())  # every rank starts from rank 0
         self.ref_model = None
         if config.kl_coef and not self.lora:
             self.ref_model = copy.deepcopy(policy.model).eval().requires_grad_(False)
@@ -207,6 +271,9 @@ class Trainer:
                 self.ref_model.to("cpu")
         if config.gradient_checkpointing:
             enable_gradient_checkpointing(policy.model)
+        self.fsdp = self.dist.enabled and config.parallel == "fsdp"
+        self.ddp: torch.nn.parallel.DistributedDataParallel | None = None
+        self.train_model = self._parallel_model()  # what the update's forwards run
         self.params = [p for p in policy.model.parameters() if p.requires_grad]
         device_type = torch.device(policy.device).type
         self.precision = MixedPrecision(
@@ -221,8 +288,126 @@ class Trainer:
         )
         self._memory_checked = False
         self.iteration = 0
-        self.logger = MetricsLogger(self.out_dir, tensorboard=tensorboard)
-        (self.out_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+        self.logger: MetricsLogger | None = None  # only rank 0 writes files
+        if self.dist.is_main:
+            self.logger = MetricsLogger(self.out_dir, tensorboard=tensorboard)
+        self.store = self._open_store()
+        if self.dist.is_main:
+            (self.out_dir / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+
+    # -- data parallelism --------------------------------------------------------------------------
+    def _check_parallel(self) -> None:
+        """Under world size > 1: the same number of groups on every rank, and a config the chosen
+        ``config.parallel`` supports (ValueError on every rank otherwise)."""
+        cfg = self.config
+        if cfg.backend != "hf":
+            raise ValueError("torchrun data parallelism runs the HF backend only (backend='hf')")
+        fsdp = cfg.parallel == "fsdp"
+        if fsdp and (cfg.lora_rank or hasattr(self.policy.model, "disable_adapter")):
+            raise ValueError("parallel='fsdp' does not shard LoRA policies; use parallel='ddp'")
+        if fsdp and (cfg.weight_dtype != "float32" or cfg.autocast == "float16"):
+            raise ValueError(
+                "parallel='fsdp' needs float32 weights and no float16 autocast (autocast "
+                "'bfloat16' computes in bf16); use parallel='ddp' for other precisions"
+            )
+        high, minus_low = self.dist.max([self.num_groups, -self.num_groups])
+        if high != -minus_low:
+            raise ValueError(
+                f"every rank needs as many groups (envs / blocks); they hold {-minus_low:.0f} to "
+                f"{high:.0f}"
+            )
+
+    def _parallel_model(self) -> Any:
+        """The model the update runs: DDP around the policy's model, the policy's model sharded
+        in place by FSDP2 ``fully_shard`` (each decoder layer, then the root), or the model."""
+        model = self.policy.model
+        if not self.dist.enabled:
+            return model
+        if not self.fsdp:
+            # buffers (rotary tables) never change: no broadcast per forward, so ranks may run
+            # different numbers of forwards; the gradient all-reduce is the only collective
+            self.ddp = torch.nn.parallel.DistributedDataParallel(model, forward_sync_buffers=False)
+            return self.ddp
+        from torch.distributed.fsdp import fully_shard
+
+        layers = set(getattr(model, "_no_split_modules", None) or ())
+        for module in list(model.modules()):
+            if type(module).__name__ in layers:
+                fully_shard(module)
+        fully_shard(model)
+        return model
+
+    @contextlib.contextmanager
+    def full_weights(self) -> Iterator[None]:
+        """Under FSDP, every rank holds the whole model inside this context (gathered on entry,
+        resharded on exit), so its forwards communicate nothing and ranks may run different
+        numbers of them (generation, evaluation, no-grad passes). A no-op otherwise. Every rank
+        must enter it together."""
+        if not self.fsdp:
+            yield
+            return
+        from torch.distributed.fsdp import FSDPModule
+
+        model = self.policy.model
+        sharded = [m for m in model.modules() if isinstance(m, FSDPModule)]
+        model.set_reshard_after_forward(False)
+        for module in sharded:
+            module.unshard()
+        try:
+            yield
+        finally:
+            for module in sharded:
+                module.reshard()
+            model.set_reshard_after_forward(True)
+
+    def full_policy(self) -> Policy | None:
+        """The trained policy with plain (unsharded) weights, on rank 0; ``None`` on other ranks.
+        Under FSDP a CPU copy of the model, gathered from every rank (call on all ranks);
+        otherwise the trainer's own policy."""
+        if not self.fsdp:
+            return self.policy if self.dist.is_main else None
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+        )
+        from transformers import AutoModelForCausalLM
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        state = get_model_state_dict(self.policy.model, options=options)
+        if not self.dist.is_main:
+            return None
+        dtype = next(iter(state.values())).dtype
+        model = AutoModelForCausalLM.from_config(self.policy.model.config, dtype=dtype)
+        model.load_state_dict(state)
+        return dataclasses.replace(self.policy, model=model.eval(), device="cpu")
+
+    def _open_store(self) -> TrajectoryStore | None:
+        """The trajectory store of ``config.store`` (``None`` for ``"none"``)."""
+        cfg = self.config
+        source = self.vector_env if self.vector_env is not None else self.envs[0]
+        self._store_method = _credit_method_name(source)
+        self._store_truncated = False  # see _store_groups
+        if cfg.store == "none" or not self.dist.is_main:
+            return None  # rank 0 stores every rank's groups (gathered in train_iteration)
+        return TrajectoryStore(
+            self.out_dir / "trajectories",
+            run=self.out_dir.resolve().name,
+            fmt=cfg.store,
+            drop_extras=() if cfg.store_extras else SAMPLE_EXTRAS,
+        )
+
+    def _store_groups(self, groups: Sequence[Sequence[Any]]) -> None:
+        """Append the credited ``groups`` of iteration ``self.iteration`` to the store. The first
+        write of a trainer (and the first after :meth:`load_checkpoint`) first drops the stored
+        groups of this iteration and later ones: a fresh run in an old out_dir, or a run resumed
+        from an earlier checkpoint, never stores an iteration twice."""
+        if self.store is None:
+            return
+        if not self._store_truncated:
+            self.store.truncate(self.iteration - 1)
+            self._store_truncated = True
+        for group in groups:
+            self.store.append(group, method=self._store_method, iteration=self.iteration)
 
     def _open_envs(self, envs: EnvSource, eval_envs: Sequence[Any] | None) -> None:
         """Make the training envs (and the eval envs) and ask each for its prompt."""
@@ -270,15 +455,19 @@ class Trainer:
     # -- one iteration -----------------------------------------------------------------------------
     def collect(self) -> tuple[list, int, Sampler]:
         """Play one group per env (or block) on the cursor's next tasks; returns the credited
-        groups, how many were dropped, and the sampler (its ``stats``)."""
-        tasks = self.cursor.take(self.num_groups)
+        groups, how many were dropped, and the sampler (its ``stats``).
+
+        Under world size ``W`` every rank takes the cursor's next ``W x groups`` ids and plays
+        its contiguous share (rank ``r``: ids ``[r groups, (r + 1) groups)``)."""
+        tasks = self.dist.shard(self.cursor.take(self.num_groups * self.dist.world_size))
         sample = Sampler(
             self.policy, self.generator, stop_at_action_end=self.config.stop_at_action_end
         )
-        if self.vector_env is not None:
-            groups, dropped = collect_parallel(self.vector_env, tasks, self.prompts, sample)
-        else:
-            groups, dropped = collect_sequential(self.envs, tasks, self.prompts, sample), 0
+        with self.full_weights():
+            if self.vector_env is not None:
+                groups, dropped = collect_parallel(self.vector_env, tasks, self.prompts, sample)
+            else:
+                groups, dropped = collect_sequential(self.envs, tasks, self.prompts, sample), 0
         return groups, dropped, sample
 
     def train_iteration(self) -> dict[str, float]:
@@ -296,6 +485,8 @@ class Trainer:
         sync = self.check_sync(steps)
         sync_s = time.perf_counter() - t0 - update_s
         self.iteration += 1
+        if self.config.store != "none":
+            self._store_groups([g for part in self.dist.gather(groups) for g in part])
         total = time.perf_counter() - start
         metrics = rollout_metrics(groups)
         credit = credit_metrics(groups)  # a model-based credit method's own costs, if any
@@ -316,6 +507,9 @@ class Trainer:
             update_tokens_per_s=update.get("update_tokens", 0.0) / max(update_s, 1e-9),
             credit_time_share=sum(v for k, v in credit.items() if k.endswith("seconds")) / total,
         )
+        if self.dist.enabled:  # the update's stats are the job's already
+            local = {k: v for k, v in metrics.items() if k not in update}
+            metrics = {**self.dist.reduce_metrics(local), **update}
         return metrics
 
     def _padded(self, rows: Sequence[np.ndarray], width: int) -> torch.Tensor:
@@ -339,7 +533,9 @@ class Trainer:
     def _shared_prefix(self) -> int:
         """``min_shared_prefix`` of training forwards: 0 with gradient checkpointing (a
         checkpointed layer would write a shared prefix's KV cache again when recomputed)."""
-        return 0 if self.config.gradient_checkpointing else self.config.min_shared_prefix
+        if self.config.gradient_checkpointing or self.fsdp:  # FSDP: one forward per micro-batch
+            return 0
+        return self.config.min_shared_prefix
 
     def _collate(self, samples: Sequence[Step]):
         return collate(
@@ -406,7 +602,7 @@ class Trainer:
         mask = batch.response_mask
         adv = torch.tensor([float(s.advantage) for s in chunk], device=mask.device)
         with self.precision.autocast():
-            logits = response_logits(self.policy.model, batch)
+            logits = response_logits(self.train_model, batch)
         logp = token_logprobs(logits, batch.response_ids, temperature)
         loss, st = ppo_objective(
             logp,
@@ -430,7 +626,8 @@ class Trainer:
         if cfg.entropy_coef:
             loss = loss - cfg.entropy_coef * entropy
         del logits, ent_logits, logp  # only the graph holds the logits now: freed in backward
-        self.precision.backward(loss)
+        # DDP and FSDP average the ranks' gradients; the loss is a share of the global sum
+        self.precision.backward(loss * self.dist.world_size if self.dist.enabled else loss)
         tokens = int(batch.attention_mask.sum())  # tokens run through the model
         if batch.prefix_ids is not None:
             tokens += batch.prefix_ids.shape[1]
@@ -446,14 +643,24 @@ class Trainer:
         micro-batch; a mini-batch of only such samples takes no optimizer step. The reference
         log-probs (and the old ones, with ``recompute_old_logprobs``) come from one no-grad pass
         before the epochs. A step skipped by the float16 loss scaler counts in ``skipped_steps``.
+
+        Under world size > 1 (call on every rank, each with its own steps, none at all included)
+        the update is one process's on the union of the ranks' steps: each mini-batch's
+        normalisers are summed over the ranks, every rank runs as many micro-batches as the
+        busiest one (zero-loss ones on a one-token dummy sample when it has fewer) so it takes
+        part in every collective, the gradients are summed across ranks before clipping, and the
+        returned stats are the job's. With ``mini_batches > 1`` each rank splits its own steps:
+        a mini-batch is the union of the ranks' local mini-batches.
         """
         cfg = self.config
         samples = [s for s in steps if s.advantage is not None and len(s.extras["response_ids"])]
-        if not samples:
+        if not samples and not self.dist.enabled:
             return {}
         temperature = cfg.temperature if cfg.temperature > 0 else 1.0
-        lengths = torch.tensor([len(s.extras["response_ids"]) for s in samples])
-        truncated = torch.tensor([bool(s.extras.get("truncated", False)) for s in samples])
+        lengths = torch.tensor([len(s.extras["response_ids"]) for s in samples], dtype=torch.long)
+        truncated = torch.tensor(
+            [bool(s.extras.get("truncated", False)) for s in samples], dtype=torch.bool
+        )
         weights = (~truncated if cfg.mask_truncated else torch.ones_like(truncated)).float()
         live = [i for i in range(len(samples)) if weights[i] > 0]
         model = self.policy.model
@@ -461,11 +668,12 @@ class Trainer:
         if not self._memory_checked:
             self._memory_checked = True
             self._check_memory(samples, live)
-        if cfg.recompute_old_logprobs:
-            old_all = self._no_grad_logprobs(model, samples, live, temperature)
-        else:
-            old_all = {i: samples[i].extras["logprobs"] for i in live}
-        ref_all = self.reference_logprobs(samples, live, temperature) if cfg.kl_coef else None
+        with self.full_weights():
+            if cfg.recompute_old_logprobs:
+                old_all = self._no_grad_logprobs(model, samples, live, temperature)
+            else:
+                old_all = {i: samples[i].extras["logprobs"] for i in live}
+            ref_all = self.reference_logprobs(samples, live, temperature) if cfg.kl_coef else None
         keys = ("loss", "pg_loss", "kl", "clip_frac", "clip_frac_lower", "entropy")
         sums = dict.fromkeys(keys, 0.0)
         grad_norm, minis, skipped, tokens = 0.0, 0, 0, 0
@@ -476,27 +684,37 @@ class Trainer:
             if cfg.mini_batches == 1:
                 order = np.arange(len(samples))
             for mini in np.array_split(order, cfg.mini_batches):
-                if len(mini) == 0:
-                    continue
                 # the mini-batch's response mask (zero-weight samples masked), for its normalisers
-                rows = torch.as_tensor(mini)
-                mini_mask = (torch.arange(int(lengths[rows].max())) < lengths[rows, None]).float()
+                rows = torch.as_tensor(mini, dtype=torch.long)
+                width = int(lengths[rows].max()) if len(rows) else 0
+                mini_mask = (torch.arange(width) < lengths[rows, None]).float()
                 mini_mask = mini_mask * weights[rows, None]
+                active = [int(i) for i in mini if weights[i] > 0]
+                chunks = self._micro_batches(samples, active)
                 norm = loss_normaliser(mini_mask, cfg.loss_agg_mode)
-                n_tok = float(mini_mask.sum())
+                n_tok, n_chunks = float(mini_mask.sum()), len(chunks)
+                if self.dist.enabled:  # the job's normalisers; the busiest rank's micro-batches
+                    norm, n_tok = self.dist.sum([norm, n_tok])
+                    n_chunks = int(self.dist.max([n_chunks])[0])
                 if not norm:
                     continue
                 self.precision.zero_grad()
-                active = [int(i) for i in mini if weights[i] > 0]
-                for idx in self._micro_batches(samples, active):
-                    st = self._micro_step(
-                        [samples[i] for i in idx],
-                        [old_all[i] for i in idx],
-                        None if ref_all is None else [ref_all[i] for i in idx],
-                        norm,
-                        n_tok,
-                        temperature,
-                    )
+                for k in range(n_chunks):
+                    # DDP all-reduces in the mini-batch's last backward only
+                    sync = self.ddp is None or k == n_chunks - 1
+                    with contextlib.nullcontext() if sync else self.ddp.no_sync():
+                        if k >= len(chunks):
+                            self._dummy_step()
+                            continue
+                        idx = chunks[k]
+                        st = self._micro_step(
+                            [samples[i] for i in idx],
+                            [old_all[i] for i in idx],
+                            None if ref_all is None else [ref_all[i] for i in idx],
+                            norm,
+                            n_tok,
+                            temperature,
+                        )
                     tokens += st.pop("tokens")
                     for key in keys:
                         sums[key] += st[key]
@@ -506,16 +724,32 @@ class Trainer:
                 grad_norm += 0.0 if was_skipped else norm_before_clip
         self.precision.zero_grad()  # nothing holds gradients between updates (rollouts)
         model.eval()
+        n_samples, n_truncated = float(len(samples)), float(truncated.sum())
+        if self.dist.enabled:  # each rank's loss parts are its share of the job's: summed
+            totals = self.dist.sum([*sums.values(), tokens, n_samples, n_truncated])
+            sums = dict(zip(keys, totals, strict=False))
+            tokens, n_samples, n_truncated = totals[len(keys) :]
         out = {k: v / max(minis, 1) for k, v in sums.items()}
         out.update(
             grad_norm=grad_norm / max(minis - skipped, 1),
             update_steps=float(minis - skipped),
             skipped_steps=float(skipped),
             update_tokens=float(tokens),
-            samples=float(len(samples)),
-            truncated_frac=float(truncated.float().mean()),
+            samples=n_samples,
+            truncated_frac=n_truncated / n_samples if n_samples else 0.0,
         )
         return out
+
+    def _dummy_step(self) -> None:
+        """Forward and backward of a zero loss on a one-token sample: a rank with fewer
+        micro-batches than the busiest one runs these, so it takes part in DDP's gradient
+        all-reduce (in the last backward) and FSDP's gathers (every forward and backward); its
+        gradient contribution is exactly 0."""
+        pad = [self.policy.pad_id]
+        batch = collate([pad], [pad], self.policy.pad_id).to(self.policy.device)
+        with self.precision.autocast():
+            logits = response_logits(self.train_model, batch)
+        self.precision.backward(logits.float().sum() * 0.0)
 
     def check_sync(self, steps: Sequence[Step]) -> dict[str, float]:
         """Score the first ``config.logprob_check_samples`` step-samples of ``steps`` with the
@@ -561,11 +795,15 @@ class Trainer:
         """One uncredited episode per test task and decoding mode (``config.eval_modes``),
         batched over the eval envs; each episode's outcome goes to ``eval_outcomes.jsonl`` under
         the current iteration. Sampling here never disturbs the training RNG stream.
-        Returns ``eval/<mode>/``-prefixed metrics."""
+        Returns ``eval/<mode>/``-prefixed metrics.
+
+        Under world size > 1 (call on every rank) each rank plays its contiguous share of the
+        tasks; every rank returns the metrics of all of them (``time``: the slowest rank's)."""
         tasks = list(self.test_tasks if tasks is None else tasks)
         metrics: dict[str, float] = {}
         if not tasks:
             return metrics
+        mine = self.dist.shard(tasks)
         envs = self.eval_envs
         cuda = [torch.cuda.current_device()] if self.policy.device.startswith("cuda") else []
         for mode in self.config.eval_modes:
@@ -576,21 +814,29 @@ class Trainer:
                 stop_at_action_end=self.config.stop_at_action_end,
             )
             trajs = []
-            with torch.random.fork_rng(devices=cuda):
-                for i in range(0, len(tasks), len(envs)):
-                    chunk = tasks[i : i + len(envs)]
+            with torch.random.fork_rng(devices=cuda), self.full_weights():
+                for i in range(0, len(mine), len(envs)):
+                    chunk = mine[i : i + len(envs)]
                     trajs += play_episodes(envs[: len(chunk)], chunk, self.eval_prompts, sample)
-            self.logger.log_outcomes(self.iteration, mode, trajs)
+            seconds = sample.stats.generate_s + sample.stats.env_s
+            if self.dist.enabled:  # every rank's episodes, in task order
+                trajs = [t for part in self.dist.gather([_outcome(t) for t in trajs]) for t in part]
+                seconds = self.dist.max([seconds])[0]
+            if self.logger is not None:
+                self.logger.log_outcomes(self.iteration, mode, trajs)
             metrics.update(rollout_metrics([trajs], prefix=f"eval/{mode}/"))
-            metrics[f"eval/{mode}/time"] = sample.stats.generate_s + sample.stats.env_s
+            metrics[f"eval/{mode}/time"] = seconds
         return metrics
 
     def success_gains(self) -> dict[str, float]:
         """Per decoding mode, the mean per-task change of test success from the first evaluation
         (iteration 0) to the one at the current iteration, with its 95% interval (see
         :func:`~learners.llm.metrics.paired_difference`): ``eval/<mode>/success_gain``,
-        ``..._low``, ``..._high``; nothing for a mode without both evaluations."""
-        out = {}
+        ``..._low``, ``..._high``; nothing for a mode without both evaluations (nor on ranks
+        other than 0, which keep no outcomes)."""
+        out: dict[str, float] = {}
+        if self.logger is None:
+            return out
         for mode in self.config.eval_modes:
             before = self.logger.successes(0, mode)
             after = self.logger.successes(self.iteration, mode)
@@ -603,40 +849,86 @@ class Trainer:
 
     # -- checkpoints -------------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
-        """Write everything needed to continue exactly (default ``out_dir/checkpoint.pt``)."""
+        """Write everything needed to continue exactly (default ``out_dir/checkpoint.pt``).
+
+        Under world size > 1 call it on every rank: rank 0 writes the file, with every rank's RNG
+        states (``rank_rng``; the top-level ones are rank 0's) and, under FSDP, the full
+        (gathered) model and optimizer state."""
         path = Path(path or self.out_dir / "checkpoint.pt")
-        state = {
-            "model": self.policy.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "precision": self.precision.state_dict(),
-            "iteration": self.iteration,
-            "cursor": self.cursor.position,
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-            "numpy_rng": np.random.get_state(),
-            "python_rng": random.getstate(),
-            "config": self.config.to_dict(),
-        }
-        tmp = path.with_suffix(".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path)
+        model_state, optimizer_state = self._state_dicts()
+        rank_rng = self.dist.gather(_rng_state())
+        if self.dist.is_main:
+            state = {
+                "model": model_state,
+                "optimizer": optimizer_state,
+                "precision": self.precision.state_dict(),
+                "iteration": self.iteration,
+                "cursor": self.cursor.position,
+                **rank_rng[0],
+                "config": self.config.to_dict(),
+            }
+            if self.dist.enabled:
+                state["rank_rng"] = rank_rng
+            tmp = path.with_suffix(".tmp")
+            torch.save(state, tmp)
+            tmp.replace(path)
+        self.dist.barrier()  # the file is complete before any rank reads it
         return path
 
+    def _state_dicts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The model's and the optimizer's state dicts (under FSDP gathered whole onto rank 0's
+        CPU, which every rank must join; other ranks get empty dicts)."""
+        if not self.fsdp:
+            return self.policy.model.state_dict(), self.optimizer.state_dict()
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+            get_optimizer_state_dict,
+        )
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        model = self.policy.model
+        return (
+            get_model_state_dict(model, options=options),
+            get_optimizer_state_dict(model, self.optimizer, options=options),
+        )
+
     def load_checkpoint(self, path: str | Path | None = None) -> None:
-        """Restore a :meth:`save_checkpoint` file into this trainer (same config and model)."""
+        """Restore a :meth:`save_checkpoint` file into this trainer (same config and model).
+
+        Under world size > 1 every rank reads the file (a path all ranks see); each takes its own
+        RNG states when the checkpoint was written by as many ranks, else the streams restart from
+        the seed (a warning: the run continues, not bit-exactly)."""
         path = Path(path or self.out_dir / "checkpoint.pt")
         state = torch.load(path, map_location=self.policy.device, weights_only=False)
-        self.policy.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        if self.fsdp:
+            from torch.distributed.checkpoint.state_dict import (
+                StateDictOptions,
+                set_model_state_dict,
+                set_optimizer_state_dict,
+            )
+
+            options = StateDictOptions(full_state_dict=True)
+            model = self.policy.model
+            set_model_state_dict(model, state["model"], options=options)
+            set_optimizer_state_dict(model, self.optimizer, state["optimizer"], options=options)
+        else:
+            self.policy.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
         self.precision.load_state_dict(state["precision"])
         self.iteration = int(state["iteration"])
         self.cursor.position = int(state["cursor"])
-        torch.set_rng_state(state["torch_rng"].cpu())
-        if state["cuda_rng"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        np.random.set_state(state["numpy_rng"])
-        random.setstate(state["python_rng"])
+        rank_rng = state.get("rank_rng", [state])
+        if len(rank_rng) == self.dist.world_size:
+            _set_rng_state(rank_rng[self.dist.rank])
+        else:
+            warnings.warn(
+                f"{path} was written by {len(rank_rng)} process(es), resumed by "
+                f"{self.dist.world_size}: random streams restart from the seed (not bit-exact)",
+                stacklevel=2,
+            )
         self.generator.sync_weights()
+        self._store_truncated = False  # the next write drops what was stored after this state
 
     # -- the loop ----------------------------------------------------------------------------------
     def train(self, iterations: int | None = None) -> list[dict[str, float]]:
@@ -646,19 +938,26 @@ class Trainer:
         after the last, where it also logs :meth:`success_gains`; checkpoints every ``checkpoint_every`` and at the end; draws the PNG.
         Metric rows already in ``out_dir`` past the current iteration are dropped first (a fresh run
         starts a fresh CSV; a resumed one keeps its history up to the checkpoint).
+
+        Under world size > 1 every rank calls it; rank 0 logs, checkpoints and draws, and returns
+        the rows; the other ranks return ``[]``.
         """
         from tqdm.auto import tqdm
 
         cfg = self.config
         total = cfg.iterations if iterations is None else iterations
-        self.logger.truncate(self.iteration if self.iteration else -1)
+        log = self.logger
+        if log is not None:
+            log.truncate(self.iteration if self.iteration else -1)
         if self.iteration == 0 and total > 0:
-            self.logger.log(0, self.evaluate())
+            metrics = self.evaluate()
+            if log is not None:
+                log.log(0, metrics)
         bar = tqdm(
             range(self.iteration, total),
             initial=self.iteration,
             total=total,
-            disable=not self.progress,
+            disable=not self.progress or log is None,
             desc="train",
             unit="it",
         )
@@ -669,7 +968,8 @@ class Trainer:
                 metrics.update(self.evaluate())
             if last:
                 metrics.update(self.success_gains())
-            self.logger.log(self.iteration, metrics)
+            if log is not None:
+                log.log(self.iteration, metrics)
             if last or (cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0):
                 self.save_checkpoint()
             bar.set_postfix(
@@ -677,13 +977,18 @@ class Trainer:
                 valid=f"{metrics['valid_action_rate']:.2f}",
                 loss=f"{metrics.get('loss', math.nan):.3f}",
             )
-        plot_learning_curve(self.logger.rows, self.out_dir / "learning_curve.png")
-        return self.logger.rows
+        if log is None:
+            return []
+        plot_learning_curve(log.rows, self.out_dir / "learning_curve.png")
+        return log.rows
 
     def close(self) -> None:
-        """Close the envs (and eval envs given to the trainer) and the logger."""
+        """Close the envs (and eval envs given to the trainer), the logger and the store."""
         for env in [*self.envs, *(self.eval_envs if self._own_eval else [])]:
             env.close()
         if self.vector_env is not None:
             self.vector_env.close()
-        self.logger.close()
+        if self.logger is not None:
+            self.logger.close()
+        if self.store is not None:
+            self.store.close()
