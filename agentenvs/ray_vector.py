@@ -201,11 +201,11 @@ class RayVectorEnv(gym.vector.VectorEnv):
         ``infra_failure`` in its (final) info; ``SAME_STEP``: ``abandoned`` is its reset."""
         i = self._slices[w][j]
         self.infra_failures += 1
-        final = (self._obs[i], {**self._info[i], "infra_failure": True})
-        if abandoned is None:
-            return (*final[:1], 0.0, False, True, final[1], False, None, None)
-        obs, info, snapshot = abandoned
-        return (obs, 0.0, False, True, info, True, snapshot, final)
+        last_info = {**self._info[i], "infra_failure": True}
+        if abandoned is None:  # NEXT_STEP: the episode ends here; the next step resets it
+            return (self._obs[i], 0.0, False, True, last_info, False, None, None)
+        obs, info, snapshot = abandoned  # SAME_STEP: already reset
+        return (obs, 0.0, False, True, info, True, snapshot, (self._obs[i], last_info))
 
     # -- Gymnasium API -------------------------------------------------------------------------
     def reset(

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
+import gymnasium as gym
+import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -9,6 +14,7 @@ th = pytest.importorskip("torch")
 
 from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 
+from agentenvs.ray_vector import make_env  # noqa: E402
 from learners.sb3 import CreditPPO, RayVecEnv, make_credit_vec_env  # noqa: E402
 
 
@@ -58,3 +64,26 @@ def test_credit_ppo_trains_the_same_on_ray_workers_and_survives_a_kill(ray_sessi
     model, killed = train(RayVecEnv, callback=KillWorker((5, 40)), num_workers=2)
     assert model.env.envs.restarts == 2
     assert th.equal(killed, local)
+
+
+class Noisy(gym.ObservationWrapper):
+    """Observations no replay in another process reproduces (they carry the process id)."""
+
+    def observation(self, observation):
+        return observation + np.float32(os.getpid())
+
+
+def noisy_sokoban() -> gym.Env:
+    return Noisy(make_env("agentenvs/SokobanDiscrete-v0"))
+
+
+def test_an_episode_that_cannot_be_rebuilt_stops_sb3_with_a_clear_error(ray_session):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    env = RayVecEnv([noisy_sokoban], num_workers=1)
+    env.reset()
+    env.step(np.array([0]))
+    ray.kill(env.envs._actors[0], no_restart=True)
+    with pytest.raises(RuntimeError, match="could not be rebuilt"):
+        env.step(np.array([0]))
+    assert env.envs.infra_failures == 1
+    env.close()
