@@ -173,10 +173,10 @@ def test_view_serve_until_ctrl_c(tmp_path):
         assert proc.stdout.readline().startswith("wrote ")
         serving = proc.stdout.readline()
         url = re.search(r"at (http://127\.0\.0\.1:\d+/)", serving).group(1)
-        body = urllib.request.urlopen(url, timeout=10).read().decode()
+        body = urllib.request.urlopen(url, timeout=60).read().decode()
         assert body == (tmp_path / "view.html").read_text(encoding="utf-8")
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=60) == 0
         assert "stopped" in proc.stdout.read()
     finally:
         if proc.poll() is None:
