@@ -168,6 +168,9 @@ def test_view_serve_until_ctrl_c(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        # Ctrl-C as in a terminal, even when this test runs in a background job (which starts
+        # with SIGINT ignored, and Python then never raises KeyboardInterrupt)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout.readline().startswith("wrote ")
