@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -82,7 +83,12 @@ def test_an_episode_that_cannot_be_rebuilt_stops_sb3_with_a_clear_error(ray_sess
     env = RayVecEnv([noisy_sokoban], num_workers=1)
     env.reset()
     env.step(np.array([0]))
-    ray.kill(env.envs._actors[0], no_restart=True)
+    actor = env.envs._actors[0]
+    ray.kill(actor, no_restart=True)
+    with pytest.raises(ray.exceptions.RayActorError):  # wait until the kill took effect
+        for _ in range(120):
+            ray.get(actor.spaces.remote(), timeout=10)
+            time.sleep(0.5)
     with pytest.raises(RuntimeError, match="could not be rebuilt"):
         env.step(np.array([0]))
     assert env.envs.infra_failures == 1
