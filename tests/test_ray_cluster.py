@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,9 +42,12 @@ def test_a_vector_env_joins_a_cluster_by_address(tmp_path):
     port = free_port()
     ray_cli = str(Path(sys.executable).with_name("ray"))
     log = (tmp_path / "head.log").open("w")
+    # A private temp dir keeps the head's address out of /tmp/ray/ray_current_cluster, which would
+    # point every later plain ray.init() on this machine at this (soon dead) head.
+    ray_tmp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths are limited
     head = subprocess.Popen(
         [ray_cli, "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
-         "--include-dashboard=false"],
+         "--include-dashboard=false", f"--temp-dir={ray_tmp}"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     try:
@@ -65,3 +70,4 @@ def test_a_vector_env_joins_a_cluster_by_address(tmp_path):
         os.killpg(head.pid, signal.SIGTERM)
         head.wait(timeout=60)
         log.close()
+        shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -33,5 +33,7 @@ def test_readme_snippet_runs(index, monkeypatch, tmp_path):
         torch = pytest.importorskip("torch")
         torch.set_num_threads(1)
         code = code.replace("model.learn(10_000)", "model.learn(2_048)")  # keep the test fast
+    if "ray.init()" in code:  # a fresh local instance, even where `ray start` ran before
+        monkeypatch.setenv("RAY_ADDRESS", "local")
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"README.md block {index}", "exec"), {"__name__": "__readme__"})
