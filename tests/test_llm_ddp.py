@@ -72,7 +72,8 @@ SCENARIOS = {
 MINI_BATCHES = ({"mini_batches": 2}, [0, 1, 2], [3])
 
 UPDATES = 2  # consecutive updates per scenario
-EVAL_TASKS = ["seed-65536", "seed-65537", "seed-65538"]  # 2 on rank 0, 1 on rank 1
+#: 2 tasks on rank 0 and 1 on rank 1; 1 task on rank 0 and none on rank 1.
+EVAL_SPLITS = {"test": ["seed-65536", "seed-65537", "seed-65538"], "test_unseen": ["seed-65539"]}
 TIMEOUT_S = 240  # the whole 2-process job; a hang fails the test instead of the test run
 
 
@@ -158,7 +159,7 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
     trainer = _trainer(root, {"seed": 5}, dist, groups=2)
     tasks = [[g[0].task_id for g in trainer.collect()[0]] for _ in range(2)]
     results["collect"] = (tasks, trainer.cursor.position)
-    results["evaluate"] = trainer.evaluate(EVAL_TASKS)
+    results["evaluate"] = trainer.evaluate(EVAL_SPLITS)
     results["outcomes"] = trainer.logger.outcomes if trainer.logger is not None else None
     trainer.save_checkpoint()
     rng = torch.get_rng_state()
@@ -272,17 +273,24 @@ def test_rollouts_are_sharded_by_rank(two_ranks):
 
 
 def test_evaluation_is_sharded_and_gathered(two_ranks):
-    """3 test tasks, 2 decodings: every rank returns the metrics of all 3 episodes per mode, rank 0
-    alone keeps (and writes) the outcomes, in task order."""
+    """2 splits of 3 and 1 tasks (one rank plays none of the second), 2 decodings: every rank
+    returns the metrics of every episode per split and mode, rank 0 alone keeps (and writes) the
+    outcomes, in task order."""
     metrics0, metrics1 = two_ranks[0]["evaluate"], two_ranks[1]["evaluate"]
     assert metrics0.keys() == metrics1.keys()
     for key in metrics0:
         if not key.endswith("/time"):
             assert metrics0[key] == metrics1[key], key
+    labels = {"greedy", "sampled", "test_unseen.greedy", "test_unseen.sampled"}
+    assert {key.split("/")[1] for key in metrics0} == labels
     assert metrics0["eval/greedy/episode_len"] == 1.0
+    assert metrics0["eval/test_unseen.greedy/episode_len"] == 1.0
     outcomes = two_ranks[0]["outcomes"]
-    assert [(o["mode"], o["task_id"]) for o in outcomes] == [
-        (mode, task) for mode in ("greedy", "sampled") for task in EVAL_TASKS
+    assert [(o["split"], o["mode"], o["task_id"]) for o in outcomes] == [
+        (split, mode, task)
+        for split, tasks in EVAL_SPLITS.items()
+        for mode in ("greedy", "sampled")
+        for task in tasks
     ]
     assert two_ranks[1]["outcomes"] is None
 

@@ -3,8 +3,11 @@ resume, LoRA, and the CPU-side logic of the GPU paths."""
 
 import csv
 import functools
+import importlib.util
 import math
+import sys
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +17,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import agentenvs  # noqa: E402
-from agentenvs.core import Step, Trajectory, text_space  # noqa: E402
+from agentenvs.core import Step, TaskPanel, Trajectory, text_space  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.generation import HFGenerator  # noqa: E402
 from learners.llm.loss import token_logprobs  # noqa: E402
@@ -22,6 +25,8 @@ from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
 from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SMALL = dict(
     max_new_tokens=6,
@@ -94,10 +99,11 @@ def test_evaluation_keeps_every_episode_and_reports_the_paired_gain(tmp_path):
     trainer = Trainer(config, _policy(), tmp_path, _graph_envs(), tensorboard=False, progress=False)
     rows = trainer.train()
     outcomes = trainer.logger.outcomes
-    assert [(r["iteration"], r["mode"]) for r in outcomes] == [(0, "greedy")] * 3 + [
-        (1, "greedy")
-    ] * 3
-    assert [r["task_id"] for r in outcomes[:3]] == trainer.test_tasks
+    assert [(r["iteration"], r["split"], r["mode"]) for r in outcomes] == [
+        (0, "test", "greedy")
+    ] * 3 + [(1, "test", "greedy")] * 3
+    assert list(trainer.eval_splits) == ["test"]  # Sokoban's panel: train and test
+    assert [r["task_id"] for r in outcomes[:3]] == trainer.eval_splits["test"]
     # the tiny model never wins: no task changes, so the gain and its interval are exactly 0
     last = rows[-1]
     assert (last["eval/greedy/success_gain"], last["eval/greedy/success_gain_low"]) == (0.0, 0.0)
@@ -107,6 +113,98 @@ def test_evaluation_keeps_every_episode_and_reports_the_paired_gain(tmp_path):
     assert len(trainer.logger.outcomes) == 3
     assert len((tmp_path / "eval_outcomes.jsonl").read_text().splitlines()) == 3
     trainer.close()
+
+
+def _sokoban_with_test_splits(max_steps=2):
+    """Sokoban whose panel has two test splits (and a validation split, not a test one)."""
+    env = gym.make("agentenvs/Sokoban-v0", max_steps=max_steps)
+    base = env.unwrapped.tasks
+    test = list(base.ids("test")[:7])
+    env.unwrapped.tasks = TaskPanel(
+        {
+            "train": base.ids("train"),
+            "test_seen": test[:2],
+            "valid": test[2:4],
+            "test_unseen": test[4:],
+        }
+    )
+    return env
+
+
+def test_every_test_split_is_evaluated_under_its_own_label(tmp_path):
+    """Default ``eval_splits``: the panel's ``test_*`` splits, each capped at ``eval_tasks``, with
+    metrics ``eval/<split>.<mode>/...``, outcome rows naming their split and a gain per label."""
+    config = TrainConfig(iterations=1, **SMALL)
+    envs = [lambda: GraphCreditWrapper(_sokoban_with_test_splits(), group_size=2)] * 2
+    trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
+    panel = trainer.eval_envs[0].tasks
+    unseen = list(panel.ids("test_unseen"))
+    assert len(unseen) == 3  # capped at eval_tasks=2
+    assert trainer.eval_splits == {
+        "test_seen": list(panel.ids("test_seen")),
+        "test_unseen": unseen[:2],
+    }
+    rows = trainer.train()
+    trainer.close()
+    modes = ("greedy", "sampled")
+    labels = [f"{s}.{m}" for s in ("test_seen", "test_unseen") for m in modes]
+    evals = {k.split("/")[1] for k in rows[-1] if k.startswith("eval/")}
+    assert evals == set(labels)  # no bare eval/greedy/: no split is named test
+    for label in labels:
+        assert rows[0][f"eval/{label}/episode_len"] == 2.0  # the tiny model never wins
+        assert rows[-1][f"eval/{label}/success_gain"] == 0.0
+        assert f"eval/{label}/success_gain" not in rows[0]
+    outcomes = trainer.logger.outcomes
+    assert [(r["iteration"], r["split"], r["mode"], r["task_id"]) for r in outcomes] == [
+        (i, split, mode, task)
+        for i in (0, 1)
+        for split, tasks in trainer.eval_splits.items()
+        for mode in modes
+        for task in tasks
+    ]
+    assert trainer.logger.successes(1, "test_unseen", "sampled") == dict.fromkeys(unseen[:2], 0.0)
+    lines = _train_llm().report_lines(rows, trainer.eval_splits, config.eval_modes)
+    heads = [f"{s} success ({m}, 2 tasks)" for s in ("test_seen", "test_unseen") for m in modes]
+    assert [line.split(":")[0] for line in lines] == heads
+    gain = "gain +0.000 (95% interval +0.000 to +0.000); valid actions 0.000 -> 0.000"
+    assert lines[-1].endswith(f"0.000 -> 0.000, {gain}")
+
+
+def _train_llm():
+    """``examples/train_llm.py`` as a module."""
+    spec = importlib.util.spec_from_file_location("train_llm", ROOT / "examples" / "train_llm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_train_llm_eval_splits_flag(monkeypatch):
+    train_llm = _train_llm()
+    monkeypatch.setattr(sys, "argv", ["train_llm.py"])
+    assert train_llm.parse_args().eval_splits is None  # every test / test_* split
+    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--eval-splits", "test_seen,test_unseen"])
+    assert train_llm.parse_args().eval_splits == ("test_seen", "test_unseen")
+
+
+def test_eval_splits_names_the_splits_and_test_tasks_is_the_test_split(tmp_path):
+    envs = [lambda: GraphCreditWrapper(_sokoban_with_test_splits(), group_size=2)] * 2
+    config = TrainConfig(eval_splits=("valid", "train"), eval_modes=("greedy",), **SMALL)
+    trainer = Trainer(config, _policy(), tmp_path / "a", envs, tensorboard=False, progress=False)
+    assert list(trainer.eval_splits) == ["valid", "train"]
+    metrics = trainer.evaluate()
+    trainer.close()
+    assert {k for k in metrics if k.endswith("/success_rate")} == {
+        "eval/valid.greedy/success_rate",
+        "eval/train.greedy/success_rate",
+    }
+    config = TrainConfig(test_tasks=["seed-65536"], eval_splits=("valid",), **SMALL)
+    trainer = Trainer(config, _policy(), tmp_path / "b", envs, tensorboard=False, progress=False)
+    assert trainer.eval_splits == {"test": ["seed-65536"]}
+    trainer.close()
+    with pytest.raises(KeyError, match="unknown split 'nope'"):
+        Trainer(TrainConfig(eval_splits=("nope",), **SMALL), _policy(), tmp_path / "c", envs)
+    with pytest.raises(ValueError, match="eval_splits must be distinct"):
+        TrainConfig(eval_splits=("test", "test"))
 
 
 def test_one_iteration_on_a_grouped_vector_env(tmp_path):

@@ -64,8 +64,8 @@ class TrainConfig:
     Attributes:
         train_tasks: task ids the task cursor walks; ``None`` = the env's ``train`` split
             (``env.unwrapped.tasks``).
-        test_tasks: task ids to evaluate on; ``None`` = the first ``eval_tasks`` of the ``test``
-            split.
+        test_tasks: task ids to evaluate on, as one split named ``test``; ``None`` = take them
+            from the panel's ``eval_splits``.
         iterations: training iterations (one rollout of every env's group + one update each).
         lr: AdamW learning rate (verl actor: 1e-6 for 1.5B-7B models).
         weight_decay: AdamW weight decay (verl actor: 0.01).
@@ -114,12 +114,19 @@ class TrainConfig:
             (verl-agent's texts); each env supplies both through its ``agent_prompt`` hook.
         eval_every: evaluate every this many iterations (and before the first and after the last);
             0 = only before and after.
-        eval_tasks: test tasks per evaluation (one episode each per mode).
-        eval_modes: the decodings every evaluation runs, each on every test task (see
-            :data:`EVAL_MODES`); each mode's metrics are ``eval/<mode>/...``, and at the end of
-            :meth:`~learners.llm.trainer.Trainer.train` the per-task change of success since the
-            first evaluation with its 95% interval (``eval/<mode>/success_gain`` and its
-            bounds ``..._low``, ``..._high``).
+        eval_splits: the task panel's splits every evaluation plays, each on its first
+            ``eval_tasks`` ids; ``None`` = every split named ``test`` or starting with ``test_``,
+            in panel order (e.g. ``test``, or ``test_seen`` and ``test_unseen``). Ignored when
+            ``test_tasks`` is set.
+        eval_tasks: tasks per evaluated split and evaluation (one episode each per mode).
+        eval_modes: the decodings every evaluation runs, each on every evaluated task (see
+            :data:`EVAL_MODES`). Metrics are ``eval/<label>/...`` with the label of
+            :func:`~learners.llm.metrics.eval_label`: the mode for the split ``test``
+            (``eval/greedy/...``), ``<split>.<mode>`` for any other
+            (``eval/test_unseen.greedy/...``). At the end of
+            :meth:`~learners.llm.trainer.Trainer.train` each label also gets the per-task change
+            of success since the first evaluation with its 95% interval
+            (``eval/<label>/success_gain`` and its bounds ``..._low``, ``..._high``).
         checkpoint_every: save every this many iterations (0 = only at the end).
         seed: seeds the task cursor, the sampler and the mini-batch shuffles.
         backend: ``"hf"`` (transformers ``generate``) or ``"vllm"`` (GPU).
@@ -199,6 +206,7 @@ class TrainConfig:
     history_length: int | None = None
     prompt_style: str = "compact"
     eval_every: int = 0
+    eval_splits: tuple[str, ...] | None = None
     eval_tasks: int = 64
     eval_modes: tuple[str, ...] = EVAL_MODES
     checkpoint_every: int = 0
@@ -262,6 +270,15 @@ class TrainConfig:
             raise ValueError(
                 f"eval_modes must be distinct values of {EVAL_MODES}, got {self.eval_modes}"
             )
+        if self.eval_splits is not None:
+            self.eval_splits = tuple(self.eval_splits)
+            if len(set(self.eval_splits)) < len(self.eval_splits) or any(
+                not s or "/" in s for s in self.eval_splits
+            ):
+                raise ValueError(
+                    f"eval_splits must be distinct non-empty names without '/', got "
+                    f"{self.eval_splits}"
+                )
         if self.iterations < 0 or self.eval_tasks < 0:
             raise ValueError("iterations and eval_tasks must be >= 0")
         util = self.vllm_gpu_memory_utilization

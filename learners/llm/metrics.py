@@ -4,6 +4,7 @@ This module holds:
 
 * :class:`MetricsLogger` - one row of metrics per iteration (CSV, TensorBoard) and every evaluation
   episode's outcome (``eval_outcomes.jsonl``).
+* :func:`eval_label` - the ``<label>`` of an evaluation's metrics ``eval/<label>/...``.
 * :func:`rollout_metrics` - success, return, valid-action rate and step-advantage statistics of a
   list of groups.
 * :func:`paired_difference` - the mean per-task change of an outcome between two evaluations on the
@@ -34,11 +35,23 @@ from agentenvs.core.trajectory import Trajectory
 
 __all__ = [
     "MetricsLogger",
+    "eval_label",
     "rollout_metrics",
     "credit_metrics",
     "paired_difference",
     "plot_learning_curve",
 ]
+
+
+def eval_label(split: str, mode: str) -> str:
+    """The label of the metrics ``eval/<label>/...`` of one task split in one decoding mode: the mode
+    alone for the split ``test`` (the names single-split runs always had), ``<split>.<mode>``
+    otherwise; a label holds no ``/``, so every such key has exactly two.
+
+    >>> eval_label("test", "greedy"), eval_label("test_unseen", "sampled")
+    ('greedy', 'test_unseen.sampled')
+    """
+    return mode if split == "test" else f"{split}.{mode}"
 
 
 def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") -> dict[str, float]:
@@ -157,12 +170,15 @@ class MetricsLogger:
                     self._tb.add_scalar(key, value, iteration)
             self._tb.flush()
 
-    def log_outcomes(self, iteration: int, mode: str, trajectories: Sequence[Trajectory]) -> None:
-        """Record each evaluation episode: iteration, decoding ``mode``, task id, success, return,
-        length and valid-action share."""
+    def log_outcomes(
+        self, iteration: int, split: str, mode: str, trajectories: Sequence[Trajectory]
+    ) -> None:
+        """Record each evaluation episode: iteration, task ``split``, decoding ``mode``, task id,
+        success, return, length and valid-action share."""
         rows = [
             {
                 "iteration": iteration,
+                "split": split,
                 "mode": mode,
                 "task_id": t.task_id,
                 "success": bool(t.success),
@@ -176,12 +192,13 @@ class MetricsLogger:
         with self.outcomes_path.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
 
-    def successes(self, iteration: int, mode: str) -> dict[str, float]:
-        """``{task_id: 1.0 or 0.0}`` of the evaluation logged at ``iteration`` in ``mode``."""
+    def successes(self, iteration: int, split: str, mode: str) -> dict[str, float]:
+        """``{task_id: 1.0 or 0.0}`` of the evaluation of ``split`` logged at ``iteration`` in
+        ``mode`` (rows written before outcomes named their split count as ``test``)."""
         return {
             r["task_id"]: float(r["success"])
             for r in self.outcomes
-            if r["iteration"] == iteration and r["mode"] == mode
+            if r["iteration"] == iteration and r.get("split", "test") == split and r["mode"] == mode
         }
 
     def truncate(self, last_iteration: int) -> None:
@@ -204,8 +221,9 @@ class MetricsLogger:
 
 
 def plot_learning_curve(rows: Sequence[dict[str, Any]], path: str | Path) -> Path | None:
-    """Plot train and eval (per decoding mode) success and valid-action rates per iteration;
-    ``None`` without matplotlib."""
+    """Plot train and eval (per label ``eval/<label>/``: decoding mode, or split and mode; see
+    :func:`eval_label`) success and valid-action rates per iteration; ``None`` without
+    matplotlib."""
     try:
         import matplotlib
 
@@ -216,13 +234,13 @@ def plot_learning_curve(rows: Sequence[dict[str, Any]], path: str | Path) -> Pat
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
     curves = [("success_rate", "train success"), ("valid_action_rate", "train valid-action rate")]
-    modes = dict.fromkeys(
+    labels = dict.fromkeys(
         k.split("/")[1] for r in rows for k in r if k.startswith("eval/") and k.count("/") == 2
     )
-    for mode in modes:  # eval/<mode>/...
+    for label in labels:  # eval/<label>/...
         curves += [
-            (f"eval/{mode}/success_rate", f"eval success ({mode})"),
-            (f"eval/{mode}/valid_action_rate", f"eval valid-action rate ({mode})"),
+            (f"eval/{label}/success_rate", f"eval success ({label})"),
+            (f"eval/{label}/valid_action_rate", f"eval valid-action rate ({label})"),
         ]
     for key, label in curves:
         pts = [(r["iteration"], r[key]) for r in rows if key in r and math.isfinite(r[key])]

@@ -32,9 +32,9 @@ One iteration:
    checkpointing and LoRA);
 4. append the credited groups to the trajectory store (``config.store``: ``out_dir/trajectories``,
    run = the out_dir's name, iteration = the 1-based iteration of the ``metrics.csv`` row; see
-   :mod:`agentenvs.core.store`), log metrics (CSV, TensorBoard, tqdm), evaluate on test tasks
-   (greedy and sampled, every episode's outcome kept, the before/after gain with its 95%
-   interval), checkpoint.
+   :mod:`agentenvs.core.store`), log metrics (CSV, TensorBoard, tqdm), evaluate on the tasks of
+   each test split (greedy and sampled, every episode's outcome kept, the before/after gain with
+   its 95% interval), checkpoint.
 
 Before the first update the trainer estimates its memory with :mod:`learners.llm.plan` and warns
 when the run will likely not fit the device (:func:`~learners.llm.memcheck.warn_if_unfit`).
@@ -44,8 +44,8 @@ takes the same ``world_size x groups`` tasks from its cursor and plays its own c
 whole groups (credit is assigned per whole group, by the rank's own wrappers); the update equals one
 process's on the union of the ranks' samples (global loss normalisers, gradients summed by DDP or
 FSDP2, every rank in every collective even with no samples), and every rank keeps the same
-weights. Evaluation tasks are split across the ranks and the outcomes gathered; only rank 0 writes
-files (metrics, TensorBoard, checkpoints, the curve, the trajectory store).
+weights. Each split's evaluation tasks are shared out across the ranks and the outcomes gathered;
+only rank 0 writes files (metrics, TensorBoard, checkpoints, the curve, the trajectory store).
 
 Checkpoints hold the model and optimizer state, the fp32 master weights and the loss scaler,
 every RNG state, the iteration and the task-cursor
@@ -63,7 +63,7 @@ import math
 import random
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ from learners.llm.memcheck import warn_if_unfit
 from learners.llm.metrics import (
     MetricsLogger,
     credit_metrics,
+    eval_label,
     paired_difference,
     plot_learning_curve,
     rollout_metrics,
@@ -223,7 +224,9 @@ class Trainer:
             (each one that communicates says so); rank 0's weights are broadcast to all.
 
     Task ids come from ``config.train_tasks`` / ``test_tasks`` or the env's task panel
-    (``tasks.ids("train")`` / ``("test")``).
+    (``tasks.ids("train")``, and ``tasks.ids(split)`` of each split of ``config.eval_splits``,
+    by default every ``test`` / ``test_*`` split); ``eval_splits`` holds the evaluated ones
+    (split -> task ids).
     """
 
     def __init__(
@@ -432,7 +435,8 @@ class Trainer:
         self.eval_prompts = [p for e in self.eval_envs or [] for p in prompts_of(e, style, history)]
 
     def _choose_tasks(self) -> Sequence[str]:
-        """The training task ids (returned) and ``self.test_tasks``, from the config or the panel."""
+        """The training task ids (returned) and ``self.eval_splits`` (split -> its first
+        ``eval_tasks`` ids; splits left empty are dropped), from the config or the panel."""
         config = self.config
         panel = _task_panel(self.vector_env if self.vector_env is not None else self.envs[0])
         train_ids = config.train_tasks or (panel.ids("train") if panel is not None else None)
@@ -441,11 +445,18 @@ class Trainer:
                 "no training tasks: the env has no task panel (env.unwrapped.tasks); pass "
                 "TrainConfig(train_tasks=[...])"
             )
-        test_ids = config.test_tasks
-        if test_ids is None and panel is not None and "test" in panel.splits:
-            test_ids = panel.ids("test")[: config.eval_tasks]
-        self.test_tasks = list(test_ids or [])
-        if self.test_tasks and not self.eval_envs:
+        if config.test_tasks is not None:
+            chosen = {"test": list(config.test_tasks)}
+        else:
+            names = config.eval_splits
+            if names is None:
+                have = panel.splits if panel is not None else []
+                names = [s for s in have if s == "test" or s.startswith("test_")]
+            elif panel is None:
+                raise ValueError("eval_splits needs the env's task panel (env.unwrapped.tasks)")
+            chosen = {s: list(panel.ids(s)[: config.eval_tasks]) for s in names}
+        self.eval_splits: dict[str, list[str]] = {s: ids for s, ids in chosen.items() if ids}
+        if self.eval_splits and not self.eval_envs:
             raise ValueError(
                 "evaluation needs single envs: pass eval_envs=[...] (an asynchronous vector env "
                 "does not expose its sub-envs), or TrainConfig(eval_tasks=0)"
@@ -791,18 +802,25 @@ class Trainer:
         )
 
     # -- evaluation --------------------------------------------------------------------------------
-    def evaluate(self, tasks: Sequence[str] | None = None) -> dict[str, float]:
-        """One uncredited episode per test task and decoding mode (``config.eval_modes``),
-        batched over the eval envs; each episode's outcome goes to ``eval_outcomes.jsonl`` under
-        the current iteration. Sampling here never disturbs the training RNG stream.
-        Returns ``eval/<mode>/``-prefixed metrics.
+    def evaluate(self, splits: Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
+        """One uncredited episode per task of each split (default :attr:`eval_splits`) and
+        decoding mode (``config.eval_modes``), batched over the eval envs; each episode's outcome
+        goes to ``eval_outcomes.jsonl`` under the current iteration, split and mode. Sampling here
+        never disturbs the training RNG stream. Returns ``eval/<label>/``-prefixed metrics, one
+        label per split and mode (:func:`~learners.llm.metrics.eval_label`).
 
-        Under world size > 1 (call on every rank) each rank plays its contiguous share of the
-        tasks; every rank returns the metrics of all of them (``time``: the slowest rank's)."""
-        tasks = list(self.test_tasks if tasks is None else tasks)
+        Under world size > 1 (call on every rank) each rank plays its contiguous share of each
+        split's tasks; every rank returns the metrics of all of them (``time``: the slowest
+        rank's)."""
         metrics: dict[str, float] = {}
-        if not tasks:
-            return metrics
+        for split, tasks in (self.eval_splits if splits is None else splits).items():
+            if tasks:
+                metrics.update(self._evaluate_split(split, list(tasks)))
+        return metrics
+
+    def _evaluate_split(self, split: str, tasks: list[str]) -> dict[str, float]:
+        """:meth:`evaluate` on one split's tasks, every decoding mode."""
+        metrics: dict[str, float] = {}
         mine = self.dist.shard(tasks)
         envs = self.eval_envs
         cuda = [torch.cuda.current_device()] if self.policy.device.startswith("cuda") else []
@@ -823,28 +841,30 @@ class Trainer:
                 trajs = [t for part in self.dist.gather([_outcome(t) for t in trajs]) for t in part]
                 seconds = self.dist.max([seconds])[0]
             if self.logger is not None:
-                self.logger.log_outcomes(self.iteration, mode, trajs)
-            metrics.update(rollout_metrics([trajs], prefix=f"eval/{mode}/"))
-            metrics[f"eval/{mode}/time"] = seconds
+                self.logger.log_outcomes(self.iteration, split, mode, trajs)
+            label = eval_label(split, mode)
+            metrics.update(rollout_metrics([trajs], prefix=f"eval/{label}/"))
+            metrics[f"eval/{label}/time"] = seconds
         return metrics
 
     def success_gains(self) -> dict[str, float]:
-        """Per decoding mode, the mean per-task change of test success from the first evaluation
-        (iteration 0) to the one at the current iteration, with its 95% interval (see
-        :func:`~learners.llm.metrics.paired_difference`): ``eval/<mode>/success_gain``,
-        ``..._low``, ``..._high``; nothing for a mode without both evaluations (nor on ranks
-        other than 0, which keep no outcomes)."""
+        """Per evaluated split and decoding mode, the mean per-task change of success from the
+        first evaluation (iteration 0) to the one at the current iteration, with its 95% interval
+        (see :func:`~learners.llm.metrics.paired_difference`): ``eval/<label>/success_gain``,
+        ``..._low``, ``..._high``; nothing for a split and mode without both evaluations (nor on
+        ranks other than 0, which keep no outcomes)."""
         out: dict[str, float] = {}
-        if self.logger is None:
+        if self.logger is None or self.iteration == 0:
             return out
-        for mode in self.config.eval_modes:
-            before = self.logger.successes(0, mode)
-            after = self.logger.successes(self.iteration, mode)
-            if not before or not after or self.iteration == 0:
-                continue
-            gain, low, high, _ = paired_difference(before, after)
-            key = f"eval/{mode}/success_gain"
-            out.update({key: gain, f"{key}_low": low, f"{key}_high": high})
+        for split in self.eval_splits:
+            for mode in self.config.eval_modes:
+                before = self.logger.successes(0, split, mode)
+                after = self.logger.successes(self.iteration, split, mode)
+                if not before or not after:
+                    continue
+                gain, low, high, _ = paired_difference(before, after)
+                key = f"eval/{eval_label(split, mode)}/success_gain"
+                out.update({key: gain, f"{key}_low": low, f"{key}_high": high})
         return out
 
     # -- checkpoints -------------------------------------------------------------------------------
