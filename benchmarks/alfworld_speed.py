@@ -1,15 +1,18 @@
 """ALFWorld speed: ``agentenvs/ALFWorld-v0`` against the bare alfworld engine on the same game.
 
-    python benchmarks/alfworld_speed.py [--steps 200] [--envs 2 4]
+    python benchmarks/alfworld_speed.py [--steps 200] [--groups 3] [--envs 2 4]
 
 Figures (best of several repeats, ours and the engine's timed alternately):
 * steps/s of the bare engine (textworld ``PddlEnv`` behind ALFWorld's demangler, as ALFWorld runs
-  it) and of our env (plain and tagged actions: engine + parsing + state key + gcsr + info), on a
-  seeded random walk over admissible commands that both sides play identically; the ratio is our
-  overhead (noisy on a shared machine), and the time our code adds per step measured inside the
-  same calls (robust to load);
+  it) and of our env (plain and tagged actions: engine with its memoised pure functions + parsing +
+  state key + gcsr + info), on a seeded random walk over admissible commands that both sides play
+  identically;
+* group rollouts: 8 episodes of one game (a seeded walk of up to 50 steps each), on 8 bare engines
+  that each load the game, against 8 of our envs; each repeat plays a different game, and the run
+  fails unless both sides produced the same observations;
 * resets/s of the same game (our env keeps the parsed game and only resets it) and of a switch to
   another game (load + reset), for both;
+* the time per step inside the engine and in the rest of our env, measured inside the same calls;
 * aggregate steps/s of ``gym.make_vec(..., vectorization_mode="async")`` with N processes.
 The lead's ``benchmarks/envs.py`` calls :func:`main` with no arguments.
 """
@@ -26,7 +29,9 @@ import gymnasium as gym
 
 import agentenvs  # noqa: F401
 
-__all__ = ["main", "walk", "best_rate", "paired", "own_time", "async_rate"]
+__all__ = ["main", "walk", "best_rate", "paired", "own_time", "group_rates", "async_rate"]
+
+GROUP = 8  # episodes of one game per group, as a GiGPO/GraphGPO group
 
 
 def best_rate(fn: Callable[[], int], repeats: int = 3) -> float:
@@ -79,17 +84,63 @@ def own_time(e, commands: list[str], fmt: str) -> tuple[float, float]:
     return 1000 * inner[0] / n, 1000 * (total - inner[0]) / n
 
 
-def walk(engine, n: int, seed: int = 0) -> list[str]:
-    """``n`` commands of a seeded random walk over admissible commands (reset on a win)."""
+def walk(engine, n: int, seed: int = 0, episode: bool = False) -> list[str]:
+    """``n`` commands of a seeded random walk over admissible commands on the loaded game (reset
+    on a win; with ``episode`` the walk ends at the win instead)."""
     rng = random.Random(seed)
     state, commands = engine.reset(), []
     for _ in range(n):
         command = rng.choice([c for c in state["admissible_commands"] if c != "help"])
         commands.append(command)
         state, _, done = engine.step(command)
+        if done and episode:
+            break
         if done:
             state = engine.reset()
     return commands
+
+
+def group_rates(env_cls, games, tasks: list[str]) -> tuple[float, float, bool]:
+    """Steps/s of group rollouts: ``GROUP`` episodes of one game (one round per task of
+    ``tasks``) on ``GROUP`` bare engines against ``GROUP`` of our envs; each round's games are new to
+    both sides' engines. Returns ``(engine rate, our rate, same observations)``."""
+    from agentenvs.alfworld.engine import keep_argv, make_engine
+
+    engines = [make_engine() for _ in range(GROUP)]
+    envs = [env_cls(data_path="embedded", action_format="plain") for _ in range(GROUP)]
+    plays = []
+    with keep_argv():
+        for task in tasks:
+            engines[0].load(games.game(task))
+            plays.append([walk(engines[0], 50, seed=i, episode=True) for i in range(GROUP)])
+    seen: dict[str, list[list[str]]] = {"engine": [], "ours": []}
+
+    def bare(task: str, episodes: list[list[str]]) -> int:
+        with keep_argv():
+            for engine, commands in zip(engines, episodes, strict=True):
+                engine.load(games.game(task))
+                seen["engine"].append([engine.reset().feedback])
+                seen["engine"][-1] += [engine.step(c)[0].feedback for c in commands]
+        return sum(map(len, episodes))
+
+    def ours(task: str, episodes: list[list[str]]) -> int:
+        for env, commands in zip(envs, episodes, strict=True):
+            seen["ours"].append([env.reset(options={"task_id": task})[0]])
+            seen["ours"][-1] += [env.step(c)[0] for c in commands]
+        return sum(map(len, episodes))
+
+    t_bare = t_ours = 0.0
+    n = 0
+    for task, episodes in zip(tasks, plays, strict=True):
+        start = time.perf_counter()
+        n += bare(task, episodes)
+        t_bare += time.perf_counter() - start
+        start = time.perf_counter()
+        ours(task, episodes)
+        t_ours += time.perf_counter() - start
+    for env in envs:
+        env.close()
+    return n / t_bare, n / t_ours, seen["engine"] == seen["ours"]
 
 
 def async_rate(num_envs: int, steps: int) -> float:
@@ -124,6 +175,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     parser = argparse.ArgumentParser(description="ALFWorld env vs bare engine speed")
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--groups", type=int, default=3, help="games played as group rollouts")
     parser.add_argument("--envs", type=int, nargs="*", default=[2, 4])
     args = parser.parse_args([] if argv is None else argv)
 
@@ -179,6 +231,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     r: dict[str, float] = {}
     r["engine_steps_per_s"], r["env_steps_per_s"] = paired(bare_steps, env_steps(env, "{}"), 4)
+    r["engine_group_steps_per_s"], r["env_group_steps_per_s"], same = group_rates(
+        ALFWorldEnv, env.games, ids[3 : 3 + args.groups]
+    )
+    if not same:
+        raise AssertionError("group rollouts: our observations differ from the engine's")
     r["env_tagged_steps_per_s"] = best_rate(
         env_steps(tagged, "<think>go</think><action>{}</action>")
     )
@@ -198,6 +255,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for label, a, b in [
         ("steps/s (plain)", "engine_steps_per_s", "env_steps_per_s"),
         ("steps/s (tagged LLM text)", "engine_steps_per_s", "env_tagged_steps_per_s"),
+        (
+            f"group rollouts, {GROUP} episodes of one game: steps/s",
+            "engine_group_steps_per_s",
+            "env_group_steps_per_s",
+        ),
         ("resets/s (same game)", "engine_resets_per_s", "env_resets_per_s"),
         (
             "resets/s (switching games: load + reset)",
@@ -207,7 +269,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ]:
         print(f"| {label} | {r[a]:.1f} | {r[b]:.1f} | {r[b] / r[a]:.2f} |")
     print(
-        f"| ms per tagged step: inside the engine / in our code | {r['engine_ms_per_step']:.2f} "
+        f"| ms per tagged step: inside the memoised engine / in the rest of our env | {r['engine_ms_per_step']:.2f} "
         f"| {r['env_own_ms_per_step']:.3f} "
         f"| overhead {r['env_own_ms_per_step'] / r['engine_ms_per_step']:.1%} |"
     )

@@ -4,9 +4,11 @@ This module holds :class:`ALFWorldEnv`. The engine (textworld ``PddlEnv`` behind
 demangler) produces every observation, admissible command and ``won`` flag; the env adds the
 ``<think>/<action>`` format rule, the step budget, rewards, the GraphGPO state key and
 goal-condition success (also ``info["progress"]``). Games come from the shipped panel (splits
-``train``/``test``) or, when ``data_path`` or ``$ALFWORLD_DATA`` holds it, the official data
-(``train``/``valid_seen``/``valid_unseen``). Needs ``pip install agentenvs[alfworld]``; the module
-imports without it.
+``train``/``test_seen``/``test_unseen``, ``test`` = ``test_seen``) or, when ``data_path`` or
+``$ALFWORLD_DATA`` holds it, the official data (``train``/``valid_seen``/``valid_unseen``). Needs
+``pip install agentenvs[alfworld]``; the module imports without it. Every engine load, reset and
+step runs inside :func:`~agentenvs.alfworld.memo.engine_memos`: the engine's pure, repeated work is
+memoised, with the same results, an order of magnitude faster (docs/alfworld.md, *Speed*).
 
 Observations: the intro at reset (``-= Welcome to TextWorld, ALFRED! =- ... Your task is to: ...``),
 then the engine's feedback for each command; a command the engine does not know gets ALFWorld's
@@ -25,6 +27,7 @@ from typing import Any
 from agentenvs.alfworld.constants import task_type_of
 from agentenvs.alfworld.games import GameSet, resolve_games
 from agentenvs.alfworld.gcsr import gcsr
+from agentenvs.alfworld.memo import engine_memos
 from agentenvs.alfworld.prompts import ALFWorldPrompt, CompactALFWorldPrompt
 from agentenvs.alfworld.tracker import StateTracker
 from agentenvs.core import TextAgentEnv, text_space
@@ -39,8 +42,8 @@ class ALFWorldEnv(TextAgentEnv[str]):
     """ALFWorld (text) as a Gymnasium env over the alfworld engine.
 
     Args:
-        split: panel split to draw games from (``train``/``test``; official data: ``train``,
-            ``valid_seen``, ``valid_unseen``).
+        split: panel split to draw games from (``train``/``test_seen``/``test_unseen``, alias
+            ``test``; official data: ``train``, ``valid_seen``, ``valid_unseen``).
         data_path: ``None`` (official data under ``$ALFWORLD_DATA`` if present, else the shipped
             panel), ``"embedded"`` (always the shipped panel) or an official data directory.
         task_types: ALFWorld task type ids (1-6) or names to keep; ``None`` = all six.
@@ -133,7 +136,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
         from agentenvs.alfworld.engine import keep_argv
 
         engine = self._get_engine()
-        with keep_argv():
+        with keep_argv(), engine_memos():
             if self._loaded != task_id:  # reuse the parsed game when the task repeats (groups)
                 self._loaded = None
                 engine.load(self.games.game(task_id))
@@ -150,7 +153,8 @@ class ALFWorldEnv(TextAgentEnv[str]):
 
     # -- base-class hooks ----------------------------------------------------------------------------
     def _apply(self, command: str) -> tuple[float, bool]:
-        self._state, _, _ = self._engine.step(command)
+        with engine_memos():
+            self._state, _, _ = self._engine.step(command)
         self._raw = self._state.feedback
         self._tracker.update(command, self._raw)
         won = bool(self._state["won"])
