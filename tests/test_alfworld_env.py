@@ -51,8 +51,20 @@ def test_registered_and_panel_balanced():
     assert set(env.tasks.ids("train")).isdisjoint(env.tasks.ids("test"))
 
 
-def test_walkthroughs_win_one_game_per_type(env):
-    for record in first_of_each_type():
+def test_test_split_is_an_alias_of_test_seen():
+    env = ALFWorldEnv(data_path="embedded", split="test", action_format="plain")
+    assert env.tasks.splits == ["train", "test_seen", "test_unseen"]
+    env.reset(seed=3)
+    assert env.tasks.split_of(env.task_id) == "test_seen"
+    with pytest.raises(KeyError):
+        ALFWorldEnv(data_path="embedded", split="valid_unseen")
+
+
+@pytest.mark.parametrize("split", ["train", "test_seen", "test_unseen"])
+def test_walkthroughs_win_one_game_per_type(env, split):
+    records = first_of_each_type(split)
+    assert sorted(r["task_type"] for r in records) == sorted(TASK_TYPE_NAMES)
+    for record in records:
         obs, info = env.reset(options={"task_id": record["id"]})
         assert obs.startswith(
             "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room."
@@ -155,9 +167,9 @@ def test_check_env_and_fuzz():
 
 
 def test_official_layout_discovery(tmp_path):
-    records = first_of_each_type("train")[:3] + first_of_each_type("test")[:2]
+    records = first_of_each_type("train")[:3] + first_of_each_type("test_seen")[:2]
     export_official_layout(
-        records, str(tmp_path / "json_2.1.1"), {"train": "train", "test": "valid_seen"}
+        records, str(tmp_path / "json_2.1.1"), {"train": "train", "test_seen": "valid_seen"}
     )
     os.makedirs(tmp_path / "json_2.1.1" / "valid_unseen")
     train_dir = tmp_path / "json_2.1.1" / "train"

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 
 def test_every_shipped_game_is_won_by_its_walkthrough():
     env = ALFWorldEnv(data_path="embedded", action_format="plain")
+    assert {r["split"] for r in default_panel()} == {"train", "test_seen", "test_unseen"}
     failures = []
     for record in default_panel():
         _, info = env.reset(options={"task_id": record["id"]})

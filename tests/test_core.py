@@ -140,6 +140,17 @@ def test_task_panel_splits_are_disjoint_and_stable():
         panel.ids("valid")
 
 
+def test_task_panel_alias_names_a_split_but_is_not_one():
+    panel = TaskPanel({"train": ["a"], "test_seen": ["b"]}, aliases={"test": "test_seen"})
+    assert panel.splits == ["train", "test_seen"] and list(panel.ids("test")) == ["b"]
+    assert panel.resolve("test") == "test_seen" and panel.split_of("b") == "test_seen"
+    with pytest.raises(KeyError, match="test_seen"):
+        panel.ids("valid")
+    for aliases in ({"test": "nope"}, {"train": "test_seen"}):
+        with pytest.raises(ValueError, match="alias"):
+            TaskPanel({"train": ["a"], "test_seen": ["b"]}, aliases=aliases)
+
+
 def test_seed_task_ids_reject_other_forms():
     ids = SeedTaskIds(0, 5)
     assert "seed-x" not in ids and "seed--1" not in ids and 3 not in ids

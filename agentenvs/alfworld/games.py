@@ -1,7 +1,8 @@
 """Where ALFWorld games come from: the embedded panel or the official ``json_2.1.1`` data.
 
 This module holds :class:`GameSet` (task panel + a way to get each game's ``game.tw-pddl`` object and
-``traj_data``), :func:`embedded_games` (the shipped panel: splits ``train`` and ``test``),
+``traj_data``), :func:`embedded_games` (the shipped panel: splits ``train``, ``test_seen`` and
+``test_unseen``; ``test`` is an alias of ``test_seen``),
 :func:`discover` (ALFWorld's loader filters, but sorted) and :func:`official_games` (splits
 ``train``, ``valid_seen``, ``valid_unseen``; task id = the game directory relative to its split
 directory). :func:`resolve_games` picks the source for the env. The sources, the official layout
@@ -28,10 +29,14 @@ __all__ = [
     "resolve_games",
     "normalise_task_types",
     "OFFICIAL_SPLITS",
+    "EMBEDDED_SPLITS",
 ]
 
 #: Our split name -> directory under ``json_2.1.1``.
 OFFICIAL_SPLITS = {"train": "train", "valid_seen": "valid_seen", "valid_unseen": "valid_unseen"}
+#: The shipped panel's splits (docs/alfworld.md, *Game sources*) and the alias of each.
+EMBEDDED_SPLITS = ("train", "test_seen", "test_unseen")
+_EMBEDDED_ALIASES = {"test": "test_seen"}
 
 
 @dataclass(frozen=True)
@@ -69,15 +74,16 @@ def normalise_task_types(task_types: Iterable[int | str] | None) -> tuple[str, .
 
 
 def embedded_games(task_types: Iterable[int | str] | None = None) -> GameSet:
-    """The shipped panel (``train`` / ``test``), optionally restricted to some task types."""
+    """The shipped panel (:data:`EMBEDDED_SPLITS`; ``test`` = ``test_seen``), optionally restricted
+    to some task types."""
     from agentenvs.alfworld.panel import default_panel, record_to_game
 
     wanted = set(normalise_task_types(task_types))
     records = {r["id"]: r for r in default_panel() if r["task_type"] in wanted}
-    splits: dict[str, list[str]] = {"train": [], "test": []}
+    splits: dict[str, list[str]] = {s: [] for s in EMBEDDED_SPLITS}
     for r in records.values():
-        splits.setdefault(r["split"], []).append(r["id"])
-    panel = TaskPanel({k: sorted(v) for k, v in splits.items()})
+        splits[r["split"]].append(r["id"])
+    panel = TaskPanel({k: sorted(v) for k, v in splits.items()}, aliases=_EMBEDDED_ALIASES)
     return GameSet(
         panel,
         game=lambda tid: record_to_game(records[tid]),

@@ -1,16 +1,18 @@
 """Procedural generation of ALFWorld games (docs/alfworld.md, *Generator*).
 
 This module holds :class:`GameSpec` (one generated game before verification: its task, room and
-PDDL problem), :func:`task_combos` (every (object, parent/toggle) pair a scene supports for a task
-type), :func:`draw_game` (the game at position ``k`` of a task type's sequence, deterministic in
-``(seed, task_type, k, attempt)``) and :func:`game_files` (the ``game.tw-pddl`` and
+PDDL problem), :data:`PHRASINGS` and :func:`phrase_task` (the task sentence in one of several
+everyday phrasings per task type), :func:`task_combos` (every (object, parent/toggle) pair a scene
+supports for a task type), :func:`draw_game` (the game at position ``k`` of a task type's sequence,
+deterministic in ``(seed, task_type, k, attempt, scene_split)``) and :func:`game_files` (the ``game.tw-pddl`` and
 ``traj_data.json`` contents, with the domain and grammar of the installed alfworld).
 
 Determinism: every random choice comes from :class:`random.Random` seeded by a string that names the
 panel seed, the task type, the position and the attempt, so one game can be regenerated without the
 others. Scene and (object, parent) pairs are assigned by position: the ``k``-th game of a task type
 uses scene ``perm[k % n]`` and that scene's ``(k // n)``-th pair, so no two games of a type repeat
-(task, object, parent, scene) until a scene runs out of pairs.
+(task, object, parent, scene) until a scene runs out of pairs. The phrasing of the task sentence is
+drawn from a separate stream (``<seed>/<game id>/phrasing``); the PDDL goal does not depend on it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from agentenvs.alfworld.scenes import Scene, alfred_tables, load_scene, scene_nu
 
 __all__ = [
     "GameSpec",
-    "TEMPLATES",
+    "PHRASINGS",
+    "phrase_task",
     "task_combos",
     "draw_game",
     "game_files",
@@ -34,30 +37,70 @@ __all__ = [
     "MAX_ITEMS",
 ]
 
-#: ALFWorld's two task-sentence templates per task type (``alfworld.gen.goal_library``).
-TEMPLATES: dict[str, tuple[str, str]] = {
-    "pick_and_place_simple": ("put a {obj} in {recep}", "put some {obj} on {recep}"),
+#: Task-sentence phrasings per task type, written for this project in the style of ALFRED's human
+#: goal annotations (docs/alfworld.md, *Task phrasing*). Fields: ``{a_obj}`` ("an apple"),
+#: ``{obj}``, ``{objs}`` (plural), ``{recep}``, ``{prep}`` ("in" or "on" the receptacle), ``{toggle}``.
+PHRASINGS: dict[str, tuple[str, ...]] = {
+    "pick_and_place_simple": (
+        "put {a_obj} {prep} the {recep}",
+        "place {a_obj} {prep} the {recep}",
+        "move {a_obj} to the {recep}",
+        "pick up {a_obj} and leave it {prep} the {recep}",
+        "take {a_obj} over to the {recep}",
+        "set {a_obj} down {prep} the {recep}",
+        "carry {a_obj} to the {recep} and put it there",
+    ),
     "look_at_obj_in_light": (
-        "look at {obj} under the {toggle}",
-        "examine the {obj} with the {toggle}",
+        "examine {a_obj} by the light of the {toggle}",
+        "pick up {a_obj} and turn on the {toggle}",
+        "hold {a_obj} under the lit {toggle}",
+        "switch on the {toggle} while holding {a_obj}",
+        "take {a_obj} to the {toggle} and turn the light on",
+        "check {a_obj} in the light of the {toggle}",
+        "inspect {a_obj} with the {toggle} switched on",
     ),
     "pick_clean_then_place_in_recep": (
-        "put a clean {obj} in {recep}",
-        "clean some {obj} and put it in {recep}",
+        "put a clean {obj} {prep} the {recep}",
+        "rinse {a_obj} and put it {prep} the {recep}",
+        "wash {a_obj} in the sink, then put it {prep} the {recep}",
+        "clean {a_obj} and set it {prep} the {recep}",
+        "give {a_obj} a wash and leave it {prep} the {recep}",
+        "move a washed {obj} to the {recep}",
+        "take {a_obj}, clean it at the sink and place it {prep} the {recep}",
     ),
     "pick_heat_then_place_in_recep": (
-        "put a hot {obj} in {recep}",
-        "heat some {obj} and put it in {recep}",
+        "place a heated {obj} {prep} the {recep}",
+        "heat {a_obj} in the microwave and put it {prep} the {recep}",
+        "warm up {a_obj} and set it {prep} the {recep}",
+        "microwave {a_obj}, then put it {prep} the {recep}",
+        "bring a warm {obj} to the {recep}",
+        "let {a_obj} heat in the microwave, then leave it {prep} the {recep}",
+        "take {a_obj}, heat it up and place it {prep} the {recep}",
     ),
     "pick_cool_then_place_in_recep": (
-        "put a cool {obj} in {recep}",
-        "cool some {obj} and put it in {recep}",
+        "place a chilled {obj} {prep} the {recep}",
+        "cool {a_obj} in the fridge and put it {prep} the {recep}",
+        "chill {a_obj}, then set it {prep} the {recep}",
+        "put a cold {obj} {prep} the {recep}",
+        "bring a cooled {obj} to the {recep}",
+        "let {a_obj} cool in the fridge, then leave it {prep} the {recep}",
+        "take {a_obj}, cool it down and place it {prep} the {recep}",
     ),
     "pick_two_obj_and_place": (
-        "put two {obj} in {recep}",
-        "find two {obj} and put them in {recep}",
+        "put two {objs} {prep} the {recep}",
+        "place a pair of {objs} {prep} the {recep}",
+        "move two {objs} to the {recep}",
+        "collect two {objs} and set them {prep} the {recep}",
+        "take two {objs} over to the {recep}",
+        "gather two {objs} and leave them {prep} the {recep}",
+        "carry two {objs} to the {recep}",
     ),
 }
+#: Receptacle classes one puts things *in* (the others: *on*).
+_IN_RECEPTACLES = frozenset(
+    "BathtubBasin Bowl Box Cabinet Cart CoffeeMachine Cup Drawer Fridge GarbageCan LaundryHamper "
+    "Microwave Mug Pan Pot Safe SinkBasin Toaster".split()
+)
 
 #: Rooms with more static receptacles are not used (keeps the planner check bounded).
 MAX_RECEPTACLES = 36
@@ -247,17 +290,51 @@ def _build_room(
     return Room(recs, items, start, props)
 
 
+def _plural(word: str) -> str:
+    """English plural of a lower-cased class name.
+
+    >>> [_plural(w) for w in ("mug", "butterknife", "box", "watch", "tomato", "glass")]
+    ['mugs', 'butterknives', 'boxes', 'watches', 'tomatoes', 'glasses']
+    """
+    if word.endswith("knife"):
+        return word[:-2] + "ves"
+    if word.endswith(("s", "x", "ch", "sh", "o")):
+        return word + "es"
+    return word + "s"
+
+
+def phrase_task(task_type: str, obj: str, parent: str, toggle: str, rng: random.Random) -> str:
+    """The task sentence (no final period) in a phrasing of :data:`PHRASINGS` drawn from ``rng``.
+
+    >>> phrase_task("pick_two_obj_and_place", "Apple", "Fridge", "", random.Random(1))
+    'place a pair of apples in the fridge'
+    """
+    name = obj.lower()
+    return rng.choice(PHRASINGS[task_type]).format(
+        a_obj=("an " if name[0] in "aeiou" else "a ") + name,
+        obj=name,
+        objs=_plural(name),
+        recep=parent.lower(),
+        prep="in" if parent in _IN_RECEPTACLES else "on",
+        toggle=toggle.lower(),
+    )
+
+
 def draw_game(
     seed: int, task_type: str, k: int, attempt: int = 0, scene_split: str = "seen"
 ) -> GameSpec:
-    """The ``k``-th game of ``task_type`` for panel ``seed`` (``attempt`` redraws the room)."""
+    """The ``k``-th game of ``task_type`` for panel ``seed`` (``attempt`` redraws the room).
+
+    ``scene_split`` (``"seen"`` or ``"unseen"``, :data:`~agentenvs.alfworld.scenes.SCENE_SPLITS`)
+    picks the floor plans. The task sentence comes from its own stream, seeded by ``seed`` and the
+    game id, so it is the same for every attempt and draws nothing from the room's stream.
+    """
     tables = alfred_tables()
     scene_number, (obj, parent, toggle) = _combo_at(seed, task_type, scene_split, k)
     rng = random.Random(f"{seed}/{task_type}/{scene_split}/{k}/{attempt}")
     room = _build_room(rng, load_scene(scene_number), task_type, obj, parent, toggle)
-    template = rng.choice(TEMPLATES[task_type])
-    task = template.format(obj=obj.lower(), recep=parent.lower(), toggle=toggle.lower())
     game_id = f"{task_type}-{obj}-None-{parent or toggle}-{scene_number}/trial_G{k:06d}"
+    task = phrase_task(task_type, obj, parent, toggle, random.Random(f"{seed}/{game_id}/phrasing"))
     otypes = (
         {i.cls for i in room.items}
         | {"Knife", "ButterKnife", obj}

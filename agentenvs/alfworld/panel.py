@@ -7,8 +7,9 @@ grammar taken from the installed alfworld) and :func:`export_official_layout` (w
 ALFWorld's ``json_2.1.1/<split>/<task dir>/<trial>/`` tree) and :func:`panel_stats`.
 
 A record is a dict with ``id`` (``<task_type>-<Obj>-None-<Parent|Toggle>-<scene>/trial_G<k>``),
-``split``, ``seed``, ``k``, ``attempt``, ``task_type``, ``task`` (the sentence), ``traj_data``,
-``pddl_problem`` and ``walkthrough`` (the planner's plan). Reading needs no alfworld.
+``split`` (``train``, ``test_seen`` or ``test_unseen``), ``seed``, ``k``, ``attempt``,
+``task_type``, ``task`` (the sentence), ``traj_data``, ``pddl_problem`` and ``walkthrough`` (the
+planner's plan). Reading needs no alfworld.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = [
     "panel_stats",
 ]
 
-#: The shipped panel (train 600 / test 140 games unless the build said otherwise).
+#: The shipped panel (train 600 / test_seen 140 / test_unseen 60 games, the build's defaults).
 PANEL_PATH = os.path.join(os.path.dirname(__file__), "data", "panel.jsonl.gz")
 
 

@@ -62,10 +62,22 @@ class TaskPanel:
     Args:
         splits: split name -> ordered task ids. Lists are checked for overlap here; lazy
             :class:`SeedTaskIds` ranges are checked by range arithmetic.
+        aliases: other name -> split name, accepted wherever a split name is (:meth:`ids`,
+            :meth:`resolve`); :attr:`splits` lists only the real splits.
+
+    >>> panel = TaskPanel({"train": ["a"], "test_seen": ["b"]}, aliases={"test": "test_seen"})
+    >>> panel.splits, list(panel.ids("test")), panel.resolve("test")
+    (['train', 'test_seen'], ['b'], 'test_seen')
     """
 
-    def __init__(self, splits: Mapping[str, Sequence[str]]) -> None:
+    def __init__(
+        self, splits: Mapping[str, Sequence[str]], aliases: Mapping[str, str] | None = None
+    ) -> None:
         self._splits = dict(splits)
+        self.aliases = dict(aliases or {})
+        for alias, target in self.aliases.items():
+            if alias in self._splits or target not in self._splits:
+                raise ValueError(f"alias {alias!r} -> {target!r} must name a split, not be one")
         names = list(self._splits)
         for i, a in enumerate(names):
             for b in names[i + 1 :]:
@@ -76,12 +88,17 @@ class TaskPanel:
     def splits(self) -> list[str]:
         return list(self._splits)
 
+    def resolve(self, split: str) -> str:
+        """The real split named by ``split`` (itself or the split it is an alias of)."""
+        name = self.aliases.get(split, split)
+        if name not in self._splits:
+            known = self.splits + list(self.aliases)
+            raise KeyError(f"unknown split {split!r}; have {known}")
+        return name
+
     def ids(self, split: str) -> Sequence[str]:
-        """The ordered task ids of ``split``."""
-        try:
-            return self._splits[split]
-        except KeyError:
-            raise KeyError(f"unknown split {split!r}; have {self.splits}") from None
+        """The ordered task ids of ``split`` (a split name or an alias)."""
+        return self._splits[self.resolve(split)]
 
     def split_of(self, task_id: str) -> str:
         """The split holding ``task_id``; ``KeyError`` if none does."""
