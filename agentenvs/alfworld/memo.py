@@ -80,34 +80,27 @@ def _memoised_functions() -> list[tuple[Any, str, Any]]:
     import textworld.envs.pddl.textgen as textgen
     from textworld.logic import Rule
 
-    parse_text, parse_game = textgen._parse_and_convert, pddl_logic._parse_and_convert
-    parse_symbols = lru_cache(maxsize=4096)(
-        lambda text, rule_name: parse_text(text, rule_name=rule_name)
-    )
+    parse_text = lru_cache(maxsize=4096)(textgen._parse_and_convert)
     parse_query = lru_cache(maxsize=4096)(Rule.parse_conjunctive_query)
-    pddl2sas = lru_cache(maxsize=2 * GAMES_KEPT)(fast_downward.pddl2sas)  # two per game
-    parse_logic = lru_cache(maxsize=GAMES_KEPT)(
-        lambda text, rule_name: parse_game(text, rule_name=rule_name)
-    )
 
     def symbols(text: str, rule_name: str = "symbols", trace: bool = False) -> list:
-        return [_copy_symbol(s) for s in parse_symbols(text, rule_name)]
-
-    def logic(text: str, rule_name: str) -> Any:
-        return parse_logic(text, rule_name)
+        # a fresh copy of the cached parse: the derivation mutates its symbols
+        return [_copy_symbol(s) for s in parse_text(text, rule_name=rule_name)]
 
     def query(cls: type, expr: str) -> Any:
         return parse_query(expr)
-
-    def translate(domain: str, problem: str, verbose: bool = False, optimize: bool = False) -> Any:
-        return pddl2sas(domain, problem, verbose=verbose, optimize=optimize)
 
     return [
         (textgen, "_parse_and_convert", symbols),
         (textgen, "deepcopy", _structural_copy),
         (Rule, "parse_conjunctive_query", classmethod(query)),
-        (fast_downward, "pddl2sas", translate),
-        (pddl_logic, "_parse_and_convert", logic),
+        # two translations per game (play and replanning)
+        (fast_downward, "pddl2sas", lru_cache(maxsize=2 * GAMES_KEPT)(fast_downward.pddl2sas)),
+        (
+            pddl_logic,
+            "_parse_and_convert",
+            lru_cache(maxsize=GAMES_KEPT)(pddl_logic._parse_and_convert),
+        ),
     ]
 
 
