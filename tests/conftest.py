@@ -1,5 +1,7 @@
 """Fixtures shared by the test modules."""
 
+import time
+
 import pytest
 
 
@@ -12,6 +14,39 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def ray_session(request):
+    """A Ray instance of the test module's own (``address="local"``: fresh even if another
+    process runs a cluster here); the module is pickled by value, since Ray's workers cannot
+    import test modules (the env factories defined there)."""
+    ray = pytest.importorskip("ray")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.cloudpickle.register_pickle_by_value(request.module)
+    yield ray
+    ray.shutdown()
+
+
+def ray_actor_gone(actor, seconds: float = 60.0) -> bool:
+    """Whether ``actor`` (with a ``spaces`` method, as our env workers) is dead within ``seconds``:
+    ``ray.kill`` takes effect asynchronously, so a call sent right after it may still be served."""
+    import ray
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.spaces.remote(), timeout=10)
+        except ray.exceptions.RayActorError:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+@pytest.fixture
+def actor_gone():
+    """:func:`ray_actor_gone`, for tests that kill or close Ray env workers."""
+    return ray_actor_gone
 
 
 #: The 100 real WebShop products and the real attribute file, next to the repository when present

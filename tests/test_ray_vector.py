@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -20,16 +18,6 @@ from wrappers import VectorCreditWrapper
 ray = pytest.importorskip("ray")
 
 MOVES = ["up", "down", "left", "right"]
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    # address="local": a fresh instance of our own, even if another process runs a cluster here
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    # the env factories below live in this test module, which Ray's workers cannot import
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    yield
-    ray.shutdown()
 
 
 def rollout(envs: gym.vector.VectorEnv, steps: int, seed: int = 0, hook=None):
@@ -93,7 +81,7 @@ def test_same_groups_as_the_local_vector_env(ray_session):
     envs.close()
 
 
-def test_vector_api_matches_sync(ray_session):
+def test_vector_api_matches_sync(ray_session, actor_gone):
     sync, remote = sokoban(1, 4).unwrapped, sokoban(1, 4, "ray", num_workers=2).unwrapped
     for envs in (sync, remote):
         envs.set_attr("max_steps", [3, 4, 5, 6])
@@ -115,20 +103,7 @@ def test_vector_api_matches_sync(ray_session):
     actors = list(remote._actors)
     remote.close()
     sync.close()
-    assert all(gone(actor) for actor in actors)  # close() stops the actors
-
-
-def gone(actor, seconds: float = 60.0) -> bool:
-    """Whether ``actor`` is dead within ``seconds`` (``ray.kill`` takes effect asynchronously:
-    a call sent right after it may still be served)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            ray.get(actor.spaces.remote(), timeout=10)
-        except ray.exceptions.RayActorError:
-            return True
-        time.sleep(0.5)
-    return False
+    assert all(actor_gone(actor) for actor in actors)  # close() stops the actors
 
 
 def test_a_killed_worker_loses_and_biases_nothing(ray_session):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
-import time
 
 import gymnasium as gym
 import numpy as np
@@ -17,14 +15,6 @@ from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 
 from agentenvs.ray_vector import make_env  # noqa: E402
 from learners.sb3 import CreditPPO, RayVecEnv, make_credit_vec_env  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def ray_session():
-    # address="local": a fresh instance of our own, even if another process runs a cluster here
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 class KillWorker(BaseCallback):
@@ -78,17 +68,13 @@ def noisy_sokoban() -> gym.Env:
     return Noisy(make_env("agentenvs/SokobanDiscrete-v0"))
 
 
-def test_an_episode_that_cannot_be_rebuilt_stops_sb3_with_a_clear_error(ray_session):
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+def test_an_episode_that_cannot_be_rebuilt_stops_sb3_with_a_clear_error(ray_session, actor_gone):
     env = RayVecEnv([noisy_sokoban], num_workers=1)
     env.reset()
     env.step(np.array([0]))
     actor = env.envs._actors[0]
     ray.kill(actor, no_restart=True)
-    with pytest.raises(ray.exceptions.RayActorError):  # wait until the kill took effect
-        for _ in range(120):
-            ray.get(actor.spaces.remote(), timeout=10)
-            time.sleep(0.5)
+    assert actor_gone(actor)  # the kill took effect before the step that must rebuild it
     with pytest.raises(RuntimeError, match="could not be rebuilt"):
         env.step(np.array([0]))
     assert env.envs.infra_failures == 1
