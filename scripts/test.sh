@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install agentenvs with every extra (CPU torch pinned) into the active Python, lint, run the tests.
+# Install agentenvs with every extra (torch pinned to 2.13.0: the build your index serves, CUDA on
+# plain PyPI; see the README) into the active Python, lint, run the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install torch==2.13.0 -e ".[all]"

