@@ -10,8 +10,9 @@ Figures (best of several repeats, ours and the engine's timed alternately):
 * group rollouts: 8 episodes of one game (a seeded walk of up to 50 steps each), on 8 bare engines
   that each load the game, against 8 of our envs; each repeat plays a different game, and the run
   fails unless both sides produced the same observations;
-* resets/s of the same game (our env keeps the parsed game and only resets it) and of a switch to
-  another game (load + reset), for both;
+* resets/s of the same game (our env keeps the parsed game and only resets it), of a switch
+  between two games already loaded once (load + reset), and of a reset to a game not yet seen in
+  this process (first load: nothing of it is cached on either side), for both;
 * the time per step inside the engine and in the rest of our env, measured inside the same calls;
 * aggregate steps/s of ``gym.make_vec(..., vectorization_mode="async")`` with N processes.
 The lead's ``benchmarks/envs.py`` calls :func:`main` with no arguments.
@@ -229,6 +230,22 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             env.reset(options={"task_id": other if i % 2 == 0 else task})
         return 4
 
+    unseen = iter(ids[len(ids) // 2 :])  # past every game the other measures touch
+    first_visits: list[str] = []
+
+    def bare_first() -> int:
+        first_visits[:] = [next(unseen), next(unseen)]
+        with keep_argv():
+            for game in first_visits:
+                engine.load(env.games.game(game))
+                engine.reset()
+        return len(first_visits)
+
+    def env_first() -> int:  # the same games: the bare engine fills none of our caches
+        for game in first_visits:
+            env.reset(options={"task_id": game})
+        return len(first_visits)
+
     r: dict[str, float] = {}
     r["engine_steps_per_s"], r["env_steps_per_s"] = paired(bare_steps, env_steps(env, "{}"), 4)
     r["engine_group_steps_per_s"], r["env_group_steps_per_s"], same = group_rates(
@@ -243,6 +260,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     r["engine_switch_resets_per_s"], r["env_switch_resets_per_s"] = paired(
         bare_switch, env_switch, 2
     )
+    r["engine_first_resets_per_s"], r["env_first_resets_per_s"] = paired(bare_first, env_first, 2)
     tagged.reset(options={"task_id": task})
     r["engine_ms_per_step"], r["env_own_ms_per_step"] = own_time(
         tagged, commands, "<think>go</think><action>{}</action>"
@@ -262,9 +280,14 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ),
         ("resets/s (same game)", "engine_resets_per_s", "env_resets_per_s"),
         (
-            "resets/s (switching games: load + reset)",
+            "resets/s (switching between two games loaded before: load + reset)",
             "engine_switch_resets_per_s",
             "env_switch_resets_per_s",
+        ),
+        (
+            "resets/s (a game not yet seen in this process: first load + reset)",
+            "engine_first_resets_per_s",
+            "env_first_resets_per_s",
         ),
     ]:
         print(f"| {label} | {r[a]:.1f} | {r[b]:.1f} | {r[b] / r[a]:.2f} |")
