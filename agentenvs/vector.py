@@ -75,9 +75,24 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
                 self.num_groups, dtype=np.uint64
             )
             per_env = [int(block_seeds[self.block_of(i)]) for i in range(self.num_envs)]
+            if not self._streams_set:
+                self._check_task_streams()
             self.env.set_attr("task_stream_seed", per_env)
             self._streams_set = True
         return self.env.reset(seed=seed, options=options)
+
+    def _check_task_streams(self) -> None:
+        """``TypeError`` unless the sub-envs have a ``task_stream_seed`` attribute (without it the
+        members of a block would draw different tasks)."""
+        try:
+            self.env.get_attr("task_stream_seed")
+        except AttributeError:
+            raise TypeError(
+                "the sub-envs of a grouped vector env need a task_stream_seed attribute (an int "
+                "seed, or None, of the generator that draws each reset's task), so that every "
+                "member of a block plays the same task: subclass agentenvs.core.TextAgentEnv, or "
+                "add the attribute (docs/custom-env.md)"
+            ) from None
 
 
 def make_group_vec_env(

@@ -120,7 +120,8 @@ class GroupAssembler:
         if len(tasks) != 1:
             raise RuntimeError(
                 f"group slot {slot!r} played different tasks {tasks}; a group must replay one task "
-                "(build vector envs with agentenvs.make_group_vec_env, and reset whole blocks)"
+                "(build vector envs with agentenvs.make_group_vec_env, reset whole blocks, and "
+                "have the env draw its tasks from task_stream_seed: docs/custom-env.md)"
             )
         gid = group_id(tasks[0], self.serial)
         self.serial += 1
