@@ -128,7 +128,9 @@ def test_assign_advantages_and_the_vector_wrapper_check_state_keys_too():
 # -- double wrapping, estimator output ---------------------------------------------------------------
 def test_a_credit_wrapper_wrapped_twice_is_refused():
     inner = GraphCreditWrapper(Counter(), group_size=2)
-    with pytest.raises(ValueError, match="already wrapped by GraphCreditWrapper.*wrap the env once"):
+    with pytest.raises(
+        ValueError, match="already wrapped by GraphCreditWrapper.*wrap the env once"
+    ):
         GiGPOCreditWrapper(gym.wrappers.TimeLimit(inner, 10), group_size=2)
     grouped = VectorCreditWrapper(agentenvs.make_group_vec_env("agentenvs/Sokoban-v0", 1, 2))
     with pytest.raises(ValueError, match="already wrapped by VectorCreditWrapper"):
@@ -230,7 +232,7 @@ def _train_llm():
     return module
 
 
-USER_MODULE = '''
+USER_MODULE = """
 import dataclasses, gymnasium, numpy as np
 from wrappers import register_method
 
@@ -240,7 +242,7 @@ class MineConfig:
 
 register_method("mine", lambda batch, c: np.full(batch.n_steps, c.value), MineConfig, columns=())
 gymnasium.register("user_envs/Counter-v0", entry_point="{entry}")
-'''
+"""
 
 
 def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeypatch):

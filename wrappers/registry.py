@@ -46,7 +46,8 @@ one line: ``class MyWrapper(CreditWrapper, method="name"): ...``) and a place in
 >>> sorted(METHODS), dict(ALIASES), get_method("graph")[0].name
 (['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa', 'triage'], {'graph': 'graphgpo'}, 'graphgpo')
 
-A method of one's own (here: every step gets its trajectory's success, 0 or 1):
+A method of one's own (here: every step gets its trajectory's success, 0 or 1; ``columns=()``: it
+reads none of the optional columns, so it needs no state keys):
 
 >>> import dataclasses, numpy as np
 >>> @dataclasses.dataclass
@@ -54,7 +55,7 @@ A method of one's own (here: every step gets its trajectory's success, 0 or 1):
 ...     scale: float = 1.0
 >>> def success_batch(batch, config):
 ...     return config.scale * np.repeat(batch.success, batch.lengths).astype(np.float64)
->>> entry = register_method("success", success_batch, SuccessConfig, aliases=("won",))
+>>> entry = register_method("success", success_batch, SuccessConfig, aliases=("won",), columns=())
 >>> assign_advantages([g], "won", SuccessConfig(scale=2.0))
 >>> [t.steps[0].advantage for t in g], "success" in METHODS, ALIASES["won"]
 ([2.0, 0.0], True, 'success')
@@ -116,11 +117,11 @@ SignatureRule = Callable[[Any], Signature]
 STATE_KEY_POLICIES = ("required", "none")
 
 _NO_STATE_KEYS = (
-    "credit method {name!r} matches states, but no step has a state key, so it would silently "
-    "give GRPO's advantages: make the env report info['state_key'] (a hashable summary of the "
-    "state, at reset and every step; docs/custom-env.md), or pass state_keys='none' to run it "
-    "anyway (a user method that never reads StepBatch.state: register it with columns "
-    "excluding 'state')"
+    "credit method {name!r} matches states (its columns include 'state'), but no step has a "
+    "state key: every state would be unique and GiGPO, GraphGPO and RTMC silently give GRPO's "
+    "advantages. Make the env report info['state_key'] (a hashable summary of the state, at "
+    "reset and every step; docs/custom-env.md), or pass state_keys='none' to run it anyway (a "
+    "method that never reads StepBatch.state: register it with columns excluding 'state')"
 )
 
 
@@ -189,7 +190,11 @@ class CreditMethod:
         return config
 
     def estimate(
-        self, trajectories: Sequence[Trajectory], config: Any = None, *, state_keys: str = "required"
+        self,
+        trajectories: Sequence[Trajectory],
+        config: Any = None,
+        *,
+        state_keys: str = "required",
     ) -> list[np.ndarray]:
         """Advantages of ``trajectories`` (grouped by ``group_id``), one float64 array each."""
         config = self.check_config(config)

@@ -307,6 +307,6 @@ def agent_prompt_for(
     if hook is None:
         hook = getattr(env, "agent_prompt", None)
     if hook is None:
-        description = getattr(getattr(env, "unwrapped", env), "description", "")
-        return generic_prompt(style, history_length, description if isinstance(description, str) else "")
+        description = getattr(getattr(env, "unwrapped", env), "description", None)
+        return generic_prompt(style, history_length, str(description or ""))
     return hook(style, history_length)
