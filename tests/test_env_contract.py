@@ -4,6 +4,8 @@ an env or a credit method of their own misses part of the contract (docs/custom-
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -268,3 +270,26 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
     monkeypatch.setattr(sys, "argv", ["train_llm.py", "--import", "no_such_module_xyz"])
     with pytest.raises(SystemExit):
         train_llm.parse_args()
+
+
+@pytest.mark.slow  # about 25 s: a real (tiny) training run
+def test_train_llm_runs_a_user_method_on_a_user_env_id(tmp_path):
+    """``--import`` loads the method, ``--env module:Id`` the env, end to end."""
+    pytest.importorskip("transformers")
+    entry = "agentenvs.sokoban.env:SokobanEnv"
+    (tmp_path / "my_credit.py").write_text(textwrap.dedent(USER_MODULE.format(entry=entry)))
+    args = [sys.executable, str(ROOT / "examples" / "train_llm.py"), "--import", "my_credit"]
+    args += ["--credit", "mine", "--credit-config", '{"value": 2.0}', "--max-steps", "1"]
+    args += ["--env", "my_credit:user_envs/Counter-v0", "--env-kwargs", '{"max_solution_steps": 1}']
+    args += ["--iterations", "1", "--format-warm-start", "2", "--groups", "2", "--group-size", "2"]
+    args += ["--eval-tasks", "2", "--export", "none", "--threads", "1", "--out", str(tmp_path)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "credit mine" in done.stdout
+    rows = (tmp_path / "metrics.csv").read_text().splitlines()
+    header, last = rows[0].split(","), rows[-1].split(",")
+    assert float(last[header.index("adv_mean")]) == 2.0

@@ -222,7 +222,7 @@ class CreditMethod:
                 f"credit method {self.name!r} runs without state keys (state_keys='none'): every "
                 "state is unique, so its state-matching term is 0",
                 MissingStateKeyWarning,
-                stacklevel=4,
+                stacklevel=3,
             )
         values = np.asarray(self.estimate_batch(batch, config), dtype=np.float64)
         if values.shape != (batch.n_steps,):
