@@ -21,7 +21,9 @@ decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the en
 
 ``--import MODULE`` (repeatable) imports a module of yours before the options are checked, so the
 credit methods it registers (``wrappers.register_method``) are ``--credit`` choices;
-``--env module:Id`` is Gymnasium's own syntax (it imports ``module``, which registers ``Id``).
+``--env module:Id`` is Gymnasium's own syntax (it imports ``module``, which registers ``Id``). An
+installed package can instead declare its module as an ``agentenvs.credit_methods`` entry point,
+which the script imports at start.
 docs/custom-env.md lists what such an env must provide.
 
 The data flow is the one the SDK promises: the env (``gym.make``) is wrapped in the credit wrapper
@@ -39,6 +41,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import importlib.metadata
 import json
 import os
 import sys
@@ -131,14 +134,21 @@ def _optional(kind: type, text: str) -> object:
     return None if text.lower() == "none" else kind(text)
 
 
+#: The entry-point group of installed packages' credit methods (each entry names a module, which
+#: registers its methods when imported).
+PLUGIN_GROUP = "agentenvs.credit_methods"
+
+
 def import_user_modules(argv: Sequence[str] | None = None) -> list[str]:
-    """Import every ``--import MODULE`` of ``argv`` (default ``sys.argv[1:]``), in order, before
-    the other options are checked: a module that calls ``wrappers.register_method`` or
-    ``gymnasium.register`` makes its credit method a ``--credit`` choice and its env a valid
-    ``--env``. The current directory is searched too. Returns the module names."""
+    """Import the modules of installed packages' :data:`PLUGIN_GROUP` entry points, then every
+    ``--import MODULE`` of ``argv`` (default ``sys.argv[1:]``), in order, before the other options
+    are checked: a module that calls ``wrappers.register_method`` or ``gymnasium.register`` makes
+    its credit method a ``--credit`` choice and its env a valid ``--env``. The current directory
+    is searched too. Returns the module names."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE")
-    names = pre.parse_known_args(argv)[0].imports
+    plugins = [ep.module for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP)]
+    names = plugins + pre.parse_known_args(argv)[0].imports
     if names and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     for name in names:

@@ -267,6 +267,24 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
         unregister_method("mine")
         gym.registry.pop("user_envs/Counter-v0", None)
         sys.modules.pop("my_credit", None)
+    # an installed package's entry point (a real .dist-info on sys.path) is imported the same way
+    plugin = tmp_path / "plugin"
+    (plugin / "my_plugin-1.0.dist-info").mkdir(parents=True)
+    (plugin / "my_plugin-1.0.dist-info" / "METADATA").write_text("Name: my-plugin\nVersion: 1.0\n")
+    (plugin / "my_plugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[agentenvs.credit_methods]\nmine = my_plugin_credit\n"
+    )
+    (plugin / "my_plugin_credit.py").write_text(
+        textwrap.dedent(USER_MODULE.format(entry="tests.test_env_contract:Counter"))
+    )
+    monkeypatch.syspath_prepend(str(plugin))
+    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--credit", "mine"])
+    try:
+        assert train_llm.parse_args().credit == "mine"
+    finally:
+        unregister_method("mine")
+        gym.registry.pop("user_envs/Counter-v0", None)
+        sys.modules.pop("my_plugin_credit", None)
     monkeypatch.setattr(sys, "argv", ["train_llm.py", "--import", "no_such_module_xyz"])
     with pytest.raises(SystemExit):
         train_llm.parse_args()
