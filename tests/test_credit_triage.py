@@ -534,11 +534,14 @@ def test_a_judge_url_with_no_server_warns_then_raises():
     config = TriageConfig(judge=f"http://127.0.0.1:{_closed_port()}")
     with pytest.warns(JudgeFallbackWarning), pytest.raises(RuntimeError, match="is the server up"):
         estimate(golden_group(), config)  # 12 segments, all refused
-    tolerant = HTTPJudge(down.url, model="m", retries=0, max_error_fraction=1.0)
-    with pytest.warns(JudgeFallbackWarning):
-        assert [r.role for r in tolerant.judge(requests * 12)] == [None] * 12
+    tolerant = TriageConfig(judge=config.judge, judge_max_error_fraction=1.0)
+    with pytest.warns(JudgeFallbackWarning):  # 12 segments fall back, nothing raised
+        estimate(golden_group(), tolerant)
+    assert tolerant.get_judge().errors == 12 and tolerant.get_judge().max_error_fraction == 1.0
     with pytest.raises(ValueError, match="max_error_fraction must be in"):
         HTTPJudge(down.url, max_error_fraction=1.5)
+    with pytest.raises(ValueError, match="judge_max_error_fraction must be in"):
+        TriageConfig(judge_max_error_fraction=-0.1)
 
 
 # -- learners -------------------------------------------------------------------------------------------
