@@ -247,7 +247,7 @@ gymnasium.register("user_envs/Counter-v0", entry_point="{entry}")
 """
 
 
-def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeypatch):
+def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeypatch, capsys):
     (tmp_path / "my_credit.py").write_text(
         textwrap.dedent(USER_MODULE.format(entry="tests.test_env_contract:Counter"))
     )
@@ -267,6 +267,10 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
         unregister_method("mine")
         gym.registry.pop("user_envs/Counter-v0", None)
         sys.modules.pop("my_credit", None)
+    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--import", "no_such_module_xyz"])
+    with pytest.raises(SystemExit):
+        train_llm.parse_args()
+    assert "--import no_such_module_xyz: No module named" in capsys.readouterr().err
     # an installed package's entry point (a real .dist-info on sys.path) is imported the same way
     plugin = tmp_path / "plugin"
     (plugin / "my_plugin-1.0.dist-info").mkdir(parents=True)
@@ -285,9 +289,6 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
         unregister_method("mine")
         gym.registry.pop("user_envs/Counter-v0", None)
         sys.modules.pop("my_plugin_credit", None)
-    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--import", "no_such_module_xyz"])
-    with pytest.raises(SystemExit):
-        train_llm.parse_args()
 
 
 @pytest.mark.slow  # about 25 s: a real (tiny) training run
