@@ -38,7 +38,14 @@ class DiscreteActions(gym.ActionWrapper):
         self.action_space = gym.spaces.Discrete(len(self.commands))
 
     def action(self, action: Any) -> str:
-        index = int(np.asarray(action).item())
+        value = np.asarray(action)
+        if value.size != 1 or not np.issubdtype(value.dtype, np.integer):
+            raise TypeError(
+                f"this env takes an integer action in Discrete({len(self.commands)}) "
+                f"({', '.join(f'{i}: {c}' for i, c in enumerate(self.commands))}), got {action!r}; "
+                "send text to the text env instead (e.g. agentenvs/Sokoban-v0)"
+            )
+        index = int(value.item())
         if not 0 <= index < len(self.commands):
             raise ValueError(f"action {index} outside Discrete({len(self.commands)})")
         return self.commands[index]

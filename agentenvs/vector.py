@@ -26,7 +26,24 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["GroupedVectorEnv", "make_group_vec_env", "sub_info"]
+__all__ = ["GroupedVectorEnv", "make_group_vec_env", "sub_info", "check_group_size"]
+
+
+def check_group_size(group_size: Any, name: str = "group_size") -> int:
+    """``group_size`` if it is an int >= 1 (episodes or sub-envs per group).
+
+    >>> check_group_size(2.5)
+    Traceback (most recent call last):
+    ...
+    TypeError: group_size must be an int >= 1, got 2.5 (float)
+    """
+    if isinstance(group_size, bool) or not isinstance(group_size, (int, np.integer)):
+        raise TypeError(
+            f"{name} must be an int >= 1, got {group_size!r} ({type(group_size).__name__})"
+        )
+    if group_size < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {group_size}")
+    return int(group_size)
 
 
 class GroupedVectorEnv(gym.vector.VectorWrapper):
@@ -40,7 +57,8 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
 
     def __init__(self, env: gym.vector.VectorEnv, group_size: int) -> None:
         super().__init__(env)
-        if group_size < 1 or env.num_envs % group_size:
+        group_size = check_group_size(group_size)
+        if env.num_envs % group_size:
             raise ValueError(f"group_size {group_size} must divide num_envs {env.num_envs}")
         self.group_size = group_size
         self.num_groups = env.num_envs // group_size
@@ -57,9 +75,24 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
                 self.num_groups, dtype=np.uint64
             )
             per_env = [int(block_seeds[self.block_of(i)]) for i in range(self.num_envs)]
+            if not self._streams_set:
+                self._check_task_streams()
             self.env.set_attr("task_stream_seed", per_env)
             self._streams_set = True
         return self.env.reset(seed=seed, options=options)
+
+    def _check_task_streams(self) -> None:
+        """``TypeError`` unless the sub-envs have a ``task_stream_seed`` attribute (without it the
+        members of a block would draw different tasks)."""
+        try:
+            self.env.get_attr("task_stream_seed")
+        except AttributeError:
+            raise TypeError(
+                "the sub-envs of a grouped vector env need a task_stream_seed attribute (an int "
+                "seed, or None, of the generator that draws each reset's task), so that every "
+                "member of a block plays the same task: subclass agentenvs.core.TextAgentEnv, or "
+                "add the attribute (docs/custom-env.md)"
+            ) from None
 
 
 def make_group_vec_env(
@@ -81,8 +114,11 @@ def make_group_vec_env(
         vector_kwargs: keyword arguments of the vector env (for ``"ray"``: ``num_workers``,
             ``max_restarts``, ``timeout``, ``worker_options``, ``address``).
         env_kwargs: forwarded to every sub-env.
+
+    Raises:
+        TypeError / ValueError: ``num_groups`` or ``group_size`` not an int >= 1.
     """
-    num_envs = num_groups * group_size
+    num_envs = check_group_size(num_groups, "num_groups") * check_group_size(group_size)
     if vectorization_mode == "ray":
         from agentenvs.ray_vector import RayVectorEnv, make_env
 

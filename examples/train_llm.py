@@ -17,6 +17,14 @@ decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the en
     python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny --iterations 1
     python examples/train_llm.py --env agentenvs/ALFWorld-v0 --credit gigpo --model /path/to/hf/model \\
         --backend vllm --vllm-sleep --lora --prompt reference --groups 16 --group-size 8
+    python examples/train_llm.py --import my_credit --credit mine --env my_envs:MyEnv-v0  # your own
+
+``--import MODULE`` (repeatable) imports a module of yours before the options are checked, so the
+credit methods it registers (``wrappers.register_method``) are ``--credit`` choices;
+``--env module:Id`` is Gymnasium's own syntax (it imports ``module``, which registers ``Id``). An
+installed package can instead declare its module as an ``agentenvs.credit_methods`` entry point,
+which the script imports at start.
+docs/custom-env.md lists what such an env must provide.
 
 The data flow is the one the SDK promises: the env (``gym.make``) is wrapped in the credit wrapper
 ``--credit`` names, and the learner trains on the credited groups the wrappers hand out. Every
@@ -32,8 +40,11 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import importlib.metadata
 import json
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 
@@ -123,9 +134,48 @@ def _optional(kind: type, text: str) -> object:
     return None if text.lower() == "none" else kind(text)
 
 
+#: The entry-point group of installed packages' credit methods (each entry names a module, which
+#: registers its methods when imported).
+PLUGIN_GROUP = "agentenvs.credit_methods"
+
+
+def import_user_modules(argv: Sequence[str] | None = None) -> list[str]:
+    """Import the modules of installed packages' :data:`PLUGIN_GROUP` entry points, then every
+    ``--import MODULE`` of ``argv`` (default ``sys.argv[1:]``), in order, before the other options
+    are checked: a module that calls ``wrappers.register_method`` or ``gymnasium.register`` makes
+    its credit method a ``--credit`` choice and its env a valid ``--env``. The current directory
+    is searched too. Returns the module names."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE")
+    plugins = [ep.module for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP)]
+    names = plugins + pre.parse_known_args(argv)[0].imports
+    if names and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            pre.error(f"--import {name}: {error}")
+    return names
+
+
 def parse_args() -> argparse.Namespace:
+    import_user_modules()
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--env", default=MAIN_JOB_ENV, help="registered env id")
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (repeatable; the current directory is searched): a module "
+        "that registers a credit method or an env makes it a --credit / --env choice",
+    )
+    p.add_argument(
+        "--env",
+        default=MAIN_JOB_ENV,
+        help="registered env id, or 'module:Id' (Gymnasium imports module, which registers Id)",
+    )
     p.add_argument(
         "--env-kwargs",
         type=json.loads,
@@ -133,8 +183,21 @@ def parse_args() -> argparse.Namespace:
         help="JSON options for gym.make (default: the model's recipe on the main job's env, {} "
         "otherwise)",
     )
-    p.add_argument("--max-steps", type=int, default=None, help="env step budget (default: env's)")
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="env step budget, passed as gym.make(..., max_steps=N): the env must take a "
+        "max_steps argument (default: the env's budget)",
+    )
     p.add_argument("--credit", default="graph", choices=sorted(METHODS), help="credit method")
+    p.add_argument(
+        "--state-keys",
+        default="required",
+        choices=["required", "none"],
+        help="none: let a state-matching method (gigpo, graphgpo, rtmc) run on an env without "
+        "info['state_key'] (it then gives GRPO's advantages, with a warning); default: an error",
+    )
     p.add_argument(
         "--credit-config",
         type=json.loads,
@@ -289,7 +352,12 @@ def main() -> None:
 
         def make_env() -> gym.Env:  # every env shares the one config (and any model it holds)
             env = gym.make(args.env, **env_kwargs)
-            return Wrapper(env, group_size=args.group_size, config=args.credit_config)
+            return Wrapper(
+                env,
+                group_size=args.group_size,
+                config=args.credit_config,
+                state_keys=args.state_keys,
+            )
 
         envs = [make_env] * args.groups
     else:  # the same wrapper maths over blocks of sub-envs that play one task at once
@@ -302,7 +370,9 @@ def main() -> None:
             vector_kwargs=vector_kwargs,
             **env_kwargs,
         )
-        envs = VectorCreditWrapper(grouped, args.credit, args.credit_config)
+        envs = VectorCreditWrapper(
+            grouped, args.credit, args.credit_config, state_keys=args.state_keys
+        )
 
     # 2. The configuration (every field documented in learners/llm/config.py).
     config = TrainConfig(

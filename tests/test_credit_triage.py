@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,7 @@ from wrappers import (
 )
 from wrappers.judges import (
     HTTPJudge,
+    JudgeFallbackWarning,
     JudgeRequest,
     JudgeResult,
     OracleJudge,
@@ -506,11 +508,40 @@ def test_http_judge(server):
 
     server.mode = "slow"
     judge = HTTPJudge(url, model="judge-model", timeout=0.2, retries=1)
-    results = judge.judge(build_requests(group[0])[:2])
+    with pytest.warns(JudgeFallbackWarning, match="2 of 2 requests failed"):
+        results = judge.judge(build_requests(group[0])[:2])
     assert [r.role for r in results] == [None, None] and judge.errors == 2
     assert "request failed" in results[0].raw
-    down = HTTPJudge("http://127.0.0.1:9", model="m", timeout=0.5, retries=0)
-    assert down.judge(build_requests(group[0])[:1])[0].role is None and down.errors == 1
+
+
+def _closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_judge_url_with_no_server_warns_then_raises():
+    """Connection refused: the first failure warns; past max_error_fraction (over at least
+    MIN_REQUESTS requests) judging raises instead of silently giving GRPO credit."""
+    requests = build_requests(golden_group()[0])[:1]
+    down = HTTPJudge(f"http://127.0.0.1:{_closed_port()}", model="m", timeout=2, retries=0)
+    with pytest.warns(JudgeFallbackWarning, match="1 of 1 requests failed.*GRPO credit"):
+        assert down.judge(requests)[0].role is None and down.errors == 1
+    with pytest.raises(RuntimeError, match=r"10 of 10 requests failed .*max_error_fraction=0.5"):
+        for _ in range(HTTPJudge.MIN_REQUESTS - 1):
+            down.judge(requests)
+    config = TriageConfig(judge=f"http://127.0.0.1:{_closed_port()}")
+    with pytest.warns(JudgeFallbackWarning), pytest.raises(RuntimeError, match="is the server up"):
+        estimate(golden_group(), config)  # 12 segments, all refused
+    tolerant = TriageConfig(judge=config.judge, judge_max_error_fraction=1.0)
+    with pytest.warns(JudgeFallbackWarning):  # 12 segments fall back, nothing raised
+        estimate(golden_group(), tolerant)
+    assert tolerant.get_judge().errors == 12 and tolerant.get_judge().max_error_fraction == 1.0
+    with pytest.raises(ValueError, match="max_error_fraction must be in"):
+        HTTPJudge(down.url, max_error_fraction=1.5)
+    with pytest.raises(ValueError, match="judge_max_error_fraction must be in"):
+        TriageConfig(judge_max_error_fraction=-0.1)
 
 
 # -- learners -------------------------------------------------------------------------------------------

@@ -200,7 +200,8 @@ def test_info_cost_becomes_step_cost():
     envs.step(["up", "up"])
     [group] = envs.step(["up", "up"])[4]["credit"]
     assert [[s.cost for s in t.steps] for t in group] == [[1.0, 2.0]] * 2
-    plain = OutcomeCreditWrapper(gym.make(ENV_ID, action_format="plain", max_steps=1), 1)
+    with pytest.warns(UserWarning, match="group_size=1"):
+        plain = OutcomeCreditWrapper(gym.make(ENV_ID, action_format="plain", max_steps=1), 1)
     plain.reset(seed=0)
     assert plain.step("up")[4]["credit"][0].steps[0].cost == 1.0  # no info["cost"]: the default
     envs.close()

@@ -59,6 +59,7 @@ from wrappers.registry import _bind_wrapper, canonical_name, get_method
 
 __all__ = [
     "CreditWrapper",
+    "refuse_double_credit",
     "OutcomeCreditWrapper",
     "GiGPOCreditWrapper",
     "GraphCreditWrapper",
@@ -87,6 +88,12 @@ class CreditWrapper(
         store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
             after it is credited (method: the canonical name; no iteration); ``None``: none. The
             wrapper does not close it.
+        state_keys: ``"required"`` (default): a method that matches states (GiGPO, GraphGPO,
+            RTMC) raises ``ValueError`` on a group whose steps have no ``info["state_key"]``;
+            ``"none"``: run it anyway, with a warning (it then gives GRPO's advantages).
+
+    Raises:
+        ValueError: ``env`` already has a credit wrapper (both would write ``info["credit"]``).
 
     Attributes:
         method: the method name as given (an alias stays an alias);
@@ -120,19 +127,24 @@ class CreditWrapper(
         method: str | None = None,
         *,
         store: TrajectoryStore | None = None,
+        state_keys: str = "required",
     ) -> None:
         method = method or type(self).method
         self.credit_method, config = get_method(method, config)
+        refuse_double_credit(env, type(self).__name__)
         gym.utils.RecordConstructorArgs.__init__(
             self,
             group_size=group_size,
             config=config,
             method=method,
             store=store,
+            state_keys=state_keys,
             _disable_deepcopy=True,
         )
         gym.Wrapper.__init__(self, env)
-        self._assembler = GroupAssembler(group_size, method, config, store=store)
+        self._assembler = GroupAssembler(
+            group_size, method, config, store=store, state_keys=state_keys
+        )
         self.method = method
         self.config = config
         self.group_size = group_size
@@ -191,6 +203,20 @@ class CreditWrapper(
     @rng_state.setter
     def rng_state(self, state: Any) -> None:
         self.env.set_wrapper_attr("rng_state", state)
+
+
+def refuse_double_credit(env: gym.Env | gym.vector.VectorEnv, wrapper: str) -> None:
+    """``ValueError`` when ``env`` (or an env it wraps) is already a credit wrapper."""
+    inner: Any = env
+    while isinstance(inner, (gym.Wrapper, gym.vector.VectorWrapper)):
+        if isinstance(vars(inner).get("_assembler"), GroupAssembler):  # a credit wrapper
+            raise ValueError(
+                f"{wrapper}: the env is already wrapped by {type(inner).__name__} (method "
+                f"{inner.credit_method.name!r}); two credit wrappers both write info['credit'] "
+                "and one overwrites the other's groups: wrap the env once"
+            )
+        inner = inner.env
+    return None
 
 
 class OutcomeCreditWrapper(CreditWrapper, method="grpo"):

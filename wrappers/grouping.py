@@ -26,12 +26,14 @@ True
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from agentenvs.core import Trajectory, TrajectoryStore
+from agentenvs.vector import check_group_size
 from wrappers.recorder import GroupOutbox
-from wrappers.registry import assign_advantages, canonical_name, get_method
+from wrappers.registry import STATE_KEY_POLICIES, assign_advantages, canonical_name, get_method
 
 __all__ = ["group_id", "GroupAssembler"]
 
@@ -55,6 +57,11 @@ class GroupAssembler:
         capacity: the outbox bound (oldest credited groups dropped beyond it).
         store: where every credited group is also appended, right after it is credited (``None``:
             nowhere); the assembler does not close it.
+        state_keys: ``"required"`` or ``"none"`` (:func:`~wrappers.registry.assign_advantages`).
+
+    ``group_size`` must be an int >= 1 (``TypeError`` / ``ValueError`` otherwise); 1 warns, since a
+    group of one episode gives every group-relative term 0 (GRPO, GiGPO, GraphGPO and RTMC then
+    give all-zero advantages).
 
     A *slot* is any hashable naming an open group (the single wrapper has one, the vector wrapper
     one per block and round); a *member* is an index in ``range(group_size)``.
@@ -67,10 +74,19 @@ class GroupAssembler:
         config: Any = None,
         capacity: int = 256,
         store: TrajectoryStore | None = None,
+        state_keys: str = "required",
     ) -> None:
-        if group_size < 1:
-            raise ValueError(f"group_size must be >= 1, got {group_size}")
+        group_size = check_group_size(group_size)
+        if group_size == 1:
+            warnings.warn(
+                "group_size=1: each group holds one episode, so every group-relative advantage "
+                "is 0 (GRPO, GiGPO, GraphGPO, RTMC); use group_size >= 2",
+                stacklevel=3,
+            )
         _, self.config = get_method(method, config)
+        if state_keys not in STATE_KEY_POLICIES:
+            raise ValueError(f"state_keys must be one of {STATE_KEY_POLICIES}, got {state_keys!r}")
+        self.state_keys = state_keys
         self.method = method
         self.group_size = group_size
         self.serial = 0  # groups credited so far
@@ -104,7 +120,8 @@ class GroupAssembler:
         if len(tasks) != 1:
             raise RuntimeError(
                 f"group slot {slot!r} played different tasks {tasks}; a group must replay one task "
-                "(build vector envs with agentenvs.make_group_vec_env, and reset whole blocks)"
+                "(build vector envs with agentenvs.make_group_vec_env, reset whole blocks, and "
+                "have the env draw its tasks from task_stream_seed: docs/custom-env.md)"
             )
         gid = group_id(tasks[0], self.serial)
         self.serial += 1
@@ -120,7 +137,7 @@ class GroupAssembler:
         put them into the outbox (and the store)."""
         if not groups:
             return
-        assign_advantages(groups, self.method, self.config)
+        assign_advantages(groups, self.method, self.config, state_keys=self.state_keys)
         for group in groups:
             self.outbox.put(group)
             if self.store is not None:

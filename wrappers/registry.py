@@ -46,7 +46,8 @@ one line: ``class MyWrapper(CreditWrapper, method="name"): ...``) and a place in
 >>> sorted(METHODS), dict(ALIASES), get_method("graph")[0].name
 (['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa', 'triage'], {'graph': 'graphgpo'}, 'graphgpo')
 
-A method of one's own (here: every step gets its trajectory's success, 0 or 1):
+A method of one's own (here: every step gets its trajectory's success, 0 or 1; ``columns=()``: it
+reads none of the optional columns, so it needs no state keys):
 
 >>> import dataclasses, numpy as np
 >>> @dataclasses.dataclass
@@ -54,7 +55,7 @@ A method of one's own (here: every step gets its trajectory's success, 0 or 1):
 ...     scale: float = 1.0
 >>> def success_batch(batch, config):
 ...     return config.scale * np.repeat(batch.success, batch.lengths).astype(np.float64)
->>> entry = register_method("success", success_batch, SuccessConfig, aliases=("won",))
+>>> entry = register_method("success", success_batch, SuccessConfig, aliases=("won",), columns=())
 >>> assign_advantages([g], "won", SuccessConfig(scale=2.0))
 >>> [t.steps[0].advantage for t in g], "success" in METHODS, ALIASES["won"]
 ([2.0, 0.0], True, 'success')
@@ -65,6 +66,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -79,7 +81,6 @@ from wrappers.batch import (
     Signature,
     StepBatch,
     default_signature,
-    estimate_trajectories,
     state_signature,
 )
 
@@ -101,6 +102,8 @@ __all__ = [
     "make_config",
     "config_signature",
     "states_only",
+    "STATE_KEY_POLICIES",
+    "MissingStateKeyWarning",
 ]
 
 #: ``estimate_batch(batch, config) -> float64 (n_steps,)``: a method's flat-array estimator.
@@ -108,6 +111,30 @@ BatchEstimator = Callable[[StepBatch, Any], np.ndarray]
 
 #: ``signature(config) -> Signature``: how a method codes each step's ``(state, action)``.
 SignatureRule = Callable[[Any], Signature]
+
+
+#: The values of the ``state_keys`` option (:func:`assign_advantages`, the credit wrappers).
+STATE_KEY_POLICIES = ("required", "none")
+
+_NO_STATE_KEYS = (
+    "credit method {name!r} matches states (its columns include 'state'), but no step has a "
+    "state key: every state would be unique and GiGPO, GraphGPO and RTMC silently give GRPO's "
+    "advantages. Make the env report info['state_key'] (a hashable summary of the state, at "
+    "reset and every step; docs/custom-env.md), or pass state_keys='none' to run it anyway (a "
+    "method that never reads StepBatch.state: register it with columns excluding 'state')"
+)
+
+
+class MissingStateKeyWarning(UserWarning):
+    """A state-matching credit method ran on steps without state keys (``state_keys="none"``)."""
+
+
+def _no_state_keys(batch: StepBatch) -> bool:
+    """The batch has steps and every one's state key is ``None`` (each then has its own code)."""
+    keys = batch.state_keys
+    if batch.n_steps == 0 or keys is None or len(keys) < batch.n_steps:
+        return False  # a repeated code means a repeated (so non-None) key
+    return all(k is None for k in keys)
 
 
 def config_signature(config: Any) -> Signature:
@@ -162,12 +189,54 @@ class CreditMethod:
             )
         return config
 
-    def estimate(self, trajectories: Sequence[Trajectory], config: Any = None) -> list[np.ndarray]:
+    def estimate(
+        self,
+        trajectories: Sequence[Trajectory],
+        config: Any = None,
+        *,
+        state_keys: str = "required",
+    ) -> list[np.ndarray]:
         """Advantages of ``trajectories`` (grouped by ``group_id``), one float64 array each."""
         config = self.check_config(config)
-        return estimate_trajectories(
-            trajectories, self.estimate_batch, config, self.signature(config), columns=self.columns
-        )
+        trajectories = list(trajectories)
+        if not trajectories:
+            return []
+        batch = self.batch(trajectories, config)
+        return batch.split(self.run(batch, config, state_keys=state_keys))
+
+    def run(self, batch: StepBatch, config: Any, *, state_keys: str = "required") -> np.ndarray:
+        """The estimator's float64 ``(batch.n_steps,)`` advantages, checked.
+
+        Raises:
+            ValueError: the method reads ``StepBatch.state`` (``"state"`` in :attr:`columns`) but
+                no step of the batch has a state key, unless ``state_keys="none"`` (then a
+                :class:`MissingStateKeyWarning`); or the estimator returned the wrong number of
+                values, or NaN / inf.
+        """
+        if state_keys not in STATE_KEY_POLICIES:
+            raise ValueError(f"state_keys must be one of {STATE_KEY_POLICIES}, got {state_keys!r}")
+        if "state" in self.columns and _no_state_keys(batch):
+            if state_keys == "required":
+                raise ValueError(_NO_STATE_KEYS.format(name=self.name))
+            warnings.warn(
+                f"credit method {self.name!r} runs without state keys (state_keys='none'): every "
+                "state is unique, so its state-matching term is 0",
+                MissingStateKeyWarning,
+                stacklevel=3,
+            )
+        values = np.asarray(self.estimate_batch(batch, config), dtype=np.float64)
+        if values.shape != (batch.n_steps,):
+            raise ValueError(
+                f"credit method {self.name!r} returned advantages of shape {values.shape} for a "
+                f"batch of {batch.n_steps} steps; its estimator must return one float per step"
+            )
+        if not np.all(np.isfinite(values)):
+            bad = int(np.count_nonzero(~np.isfinite(values)))
+            raise ValueError(
+                f"credit method {self.name!r} returned {bad} non-finite advantages (NaN or inf) "
+                f"out of {batch.n_steps}"
+            )
+        return values
 
     def batch(
         self, trajectories: Sequence[Trajectory], config: Any, groups: Sequence[int] | None = None
@@ -351,12 +420,20 @@ def make_config(method: str, **options: Any) -> Any:
 
 
 def assign_advantages(
-    groups: Sequence[Sequence[Trajectory]], method: str, config: Any = None
+    groups: Sequence[Sequence[Trajectory]],
+    method: str,
+    config: Any = None,
+    *,
+    state_keys: str = "required",
 ) -> None:
     """Write ``step.advantage`` (a float) into every step of ``groups``, in place.
 
     Each inner sequence is one group (whatever its trajectories' ``group_id``). ``method`` is a key
     of :data:`METHODS` (a name or an alias); ``config`` its config (default when ``None``).
+    ``state_keys``: ``"required"`` (default) raises ``ValueError`` when a method that matches
+    states (GiGPO, GraphGPO, RTMC: ``"state"`` in its columns) gets steps that all lack
+    ``Step.state_key``; ``"none"`` runs it anyway with a :class:`MissingStateKeyWarning` (it then
+    gives what GRPO gives). The estimator's output is checked (:meth:`CreditMethod.run`).
     """
     entry, config = get_method(method, config)
     if any(isinstance(g, Trajectory) for g in groups):
@@ -369,7 +446,7 @@ def assign_advantages(
         return
     index = [i for i, g in enumerate(groups) for _ in g]
     batch = entry.batch(trajectories, config, groups=index)
-    advantages = entry.estimate_batch(batch, config)
+    advantages = entry.run(batch, config, state_keys=state_keys)
     for traj, adv in zip(trajectories, batch.split(advantages), strict=True):
         for step, a in zip(traj.steps, adv.tolist(), strict=True):
             step.advantage = a

@@ -115,6 +115,9 @@ class TriageConfig:
     statistics and of judging (the paper does not filter)."""
     judge: Any = "oracle"
     """A judge object or a text spec (see the class docstring)."""
+    judge_max_error_fraction: float = 0.5
+    """For a judge given as an http(s) URL: the share of failed requests past which judging raises
+    ``RuntimeError`` (:class:`~wrappers.judges.HTTPJudge`'s ``max_error_fraction``; 1.0 never)."""
 
     #: Fields where the paper's training stack differs from the defaults: verl's GRPO group std is
     #: the sample std.
@@ -172,11 +175,17 @@ class TriageConfig:
             raise ValueError(f"role_rewards lacks roles {missing}")
         self.role_rewards = rewards
         check_judge_spec(self.judge)
+        if not 0.0 <= self.judge_max_error_fraction <= 1.0:
+            raise ValueError(
+                f"judge_max_error_fraction must be in [0, 1], got {self.judge_max_error_fraction}"
+            )
 
     def get_judge(self) -> Judge:
         """The judge object (built from a text spec on first use, then kept)."""
         if self._judge is None:
-            self._judge = make_judge(self.judge)
+            served = isinstance(self.judge, str) and self.judge.startswith(("http://", "https://"))
+            options = {"max_error_fraction": self.judge_max_error_fraction} if served else {}
+            self._judge = make_judge(self.judge, **options)
         return self._judge
 
     def get_cache(self) -> JudgeCache | None:

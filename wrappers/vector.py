@@ -55,6 +55,7 @@ import numpy as np
 
 from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.vector import sub_info
+from wrappers.base import refuse_double_credit
 from wrappers.grouping import GroupAssembler
 from wrappers.recorder import EpisodeRecorder
 from wrappers.registry import get_method
@@ -74,6 +75,9 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
             after it is credited (method: the canonical name; no iteration); ``None``: none. The
             wrapper does not close it.
+        state_keys: ``"required"`` or ``"none"``, as for :class:`~wrappers.CreditWrapper`.
+
+    Raises ``ValueError`` when ``env`` already has a credit wrapper.
 
     Attributes: ``method`` (as given), ``credit_method`` (the registry entry), ``config``,
     ``group_size``. See the module docstring for resets.
@@ -86,7 +90,9 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         config: Any = None,
         *,
         store: TrajectoryStore | None = None,
+        state_keys: str = "required",
     ) -> None:
+        refuse_double_credit(env, type(self).__name__)
         super().__init__(env)
         group_size = getattr(env, "group_size", None)
         if not isinstance(group_size, int) or group_size < 1:
@@ -101,7 +107,9 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         self.credit_method, self.config = get_method(method, config)
         self.method = method
         self.group_size = group_size
-        self._assembler = GroupAssembler(group_size, method, self.config, store=store)
+        self._assembler = GroupAssembler(
+            group_size, method, self.config, store=store, state_keys=state_keys
+        )
         self._recorders = [EpisodeRecorder() for _ in range(self.num_envs)]
         self._episode = np.zeros(self.num_envs, np.int64)  # finished episodes since block reset
         self._needs_reset = np.zeros(self.num_envs, bool)  # NEXT_STEP: the next step is a reset

@@ -63,6 +63,7 @@ __all__ = [
     "check_prompt_style",
     "generic_prompt",
     "agent_prompt_for",
+    "task_lines",
     "format_admissible",
     "recent_moves",
 ]
@@ -173,15 +174,33 @@ def format_admissible(info: dict[str, Any]) -> str:
     return "\n ".join(f"'{a}'," for a in actions)
 
 
+def task_lines(description: str, info: dict[str, Any]) -> list[str]:
+    """The task part of a generic prompt: the env's ``description`` and the current task's goal
+    ``info["task"]`` (each where given and not empty).
+
+    >>> task_lines("Push every box onto a target.", {"task": "Level 3."})
+    ['Push every box onto a target.', 'Your task: Level 3.']
+    """
+    lines = [description.strip()] if description and description.strip() else []
+    goal = info.get("task")
+    if isinstance(goal, str) and goal.strip():
+        lines.append(f"Your task: {goal.strip()}")
+    return lines
+
+
 @dataclass
 class GenericPrompt(AgentPrompt):
-    """Any text env, reference style: observation, history, admissible actions, the instruction."""
+    """Any text env, reference style: the task, observation, history, admissible actions, the
+    instruction. ``description``: the env's task description (its ``description`` attribute,
+    docs/custom-env.md); ``info["task"]``, where the env reports it, adds the current goal."""
 
     stop: tuple[str, ...] = ("</action>",)
+    description: str = ""
 
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
         history, shown = memory.fetch(self.history_length)
         parts = ["You are an expert agent operating in a text environment."]
+        parts += task_lines(self.description, info)
         if shown:
             parts.append(
                 f"Prior to this step, you have already taken {len(memory)} step(s). Below are the "
@@ -196,7 +215,8 @@ class GenericPrompt(AgentPrompt):
 
 @dataclass
 class CompactGenericPrompt(AgentPrompt):
-    """Any text env, compact style: observation, admissible actions, last moves, answer format.
+    """Any text env, compact style: the task (as :class:`GenericPrompt`), observation, admissible
+    actions, last moves, answer format.
 
     >>> p = CompactGenericPrompt()
     >>> m = EpisodeMemory(); m.record("start", "look")
@@ -213,9 +233,10 @@ class CompactGenericPrompt(AgentPrompt):
     response_prefix: str = "<think>"
     max_new_tokens: int = 64
     stop: tuple[str, ...] = ("</action>",)
+    description: str = ""
 
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
-        lines = [f"Observation: {str(observation).strip()}"]
+        lines = [*task_lines(self.description, info), f"Observation: {str(observation).strip()}"]
         moves = recent_moves(memory, self.history_length)
         if moves:
             lines.append(f"Your last moves: {moves}.")
@@ -240,14 +261,20 @@ def check_prompt_style(style: str) -> str:
     return style
 
 
-def generic_prompt(style: str = "reference", history_length: int | None = None) -> AgentPrompt:
-    """:class:`GenericPrompt` or :class:`CompactGenericPrompt`; ``None`` keeps their default history.
+def generic_prompt(
+    style: str = "reference", history_length: int | None = None, description: str = ""
+) -> AgentPrompt:
+    """:class:`GenericPrompt` or :class:`CompactGenericPrompt` with the env's task
+    ``description``; ``history_length=None`` keeps their default history.
 
     >>> type(generic_prompt("compact")).__name__, generic_prompt(history_length=5).history_length
     ('CompactGenericPrompt', 5)
     """
     cls = GenericPrompt if check_prompt_style(style) == "reference" else CompactGenericPrompt
-    return cls() if history_length is None else cls(history_length=history_length)
+    prompt = cls(description=description)
+    if history_length is not None:
+        prompt.history_length = history_length
+    return prompt
 
 
 def agent_prompt_for(
@@ -256,7 +283,7 @@ def agent_prompt_for(
     """The prompt of ``env`` through its ``agent_prompt`` hook, seen through any wrappers.
 
     ``env`` may be a Gymnasium env, a wrapper or a vector env (its first sub-env's prompt). An env
-    without the hook gets :func:`generic_prompt`, except under an async vector env, whose sub-envs
+    without the hook gets :func:`generic_prompt` (with its ``description`` attribute), except under an async vector env, whose sub-envs
     are asked through ``call`` and must have it (every agentenvs env does).
 
     >>> class Plain:  # no hook: the generic prompt
@@ -280,5 +307,6 @@ def agent_prompt_for(
     if hook is None:
         hook = getattr(env, "agent_prompt", None)
     if hook is None:
-        return generic_prompt(style, history_length)
+        description = getattr(getattr(env, "unwrapped", env), "description", None)
+        return generic_prompt(style, history_length, str(description or ""))
     return hook(style, history_length)

@@ -80,6 +80,9 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
     #: The reference stack's projection (see the module doc); ``None`` = agentenvs' own rule.
     verl_fallback_chars: int | None = None
+    #: What the env is about, in a sentence or two: the generic prompts show it (an env with its
+    #: own prompt may ignore it); ``info["task"]`` (optional) adds the current task's goal.
+    description: str = ""
 
     def __init__(
         self,
@@ -99,6 +102,11 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}"
+            )
+        if not isinstance(tasks, TaskPanel):
+            raise TypeError(
+                f"tasks must be an agentenvs.core.TaskPanel (e.g. TaskPanel({{'train': ids}})), "
+                f"got {type(tasks).__name__}"
             )
         tasks.ids(split)  # validates the split name
         self.tasks = tasks
@@ -210,11 +218,12 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     def agent_prompt(
         self, style: str = "reference", history_length: int | None = None
     ) -> AgentPrompt:
-        """The env's prompt for an LLM agent in ``style`` (see the module doc); generic here.
+        """The env's prompt for an LLM agent in ``style`` (see the module doc); generic here,
+        showing :attr:`description` and ``info["task"]``.
 
         ``history_length=None`` keeps the env's default; an unknown ``style`` raises ``ValueError``.
         """
-        return generic_prompt(style, history_length)
+        return generic_prompt(style, history_length, self.description)
 
     # -- shared helpers ----------------------------------------------------------------------------
     def _parse(self, action: object) -> ParsedAction:

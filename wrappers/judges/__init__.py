@@ -14,7 +14,7 @@
 from wrappers.judges.cache import JudgeCache
 from wrappers.judges.factory import check_judge_spec, make_judge
 from wrappers.judges.hf import HFJudge
-from wrappers.judges.http import HTTPJudge
+from wrappers.judges.http import HTTPJudge, JudgeFallbackWarning
 from wrappers.judges.oracle import OracleJudge, oracle_role
 from wrappers.judges.prompt import build_judge_prompt, judge_messages, parse_judge_output
 from wrappers.judges.request import (
@@ -46,6 +46,7 @@ __all__ = [
     "oracle_role",
     "HFJudge",
     "HTTPJudge",
+    "JudgeFallbackWarning",
     "JudgeCache",
     "make_judge",
     "check_judge_spec",

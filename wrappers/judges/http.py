@@ -1,8 +1,11 @@
 """A judge served over HTTP by an OpenAI-compatible chat-completions server (e.g. vLLM).
 
 This module holds :class:`HTTPJudge` and :func:`chat_completions_url`. Only the standard library is
-used (``urllib.request``, a small thread pool). Failures never reach the training loop: a request
-that still fails after its retries gives ``role=None`` and is counted (docs/triage.md, section 5).
+used (``urllib.request``, a small thread pool). A request that still fails after its retries gives
+``role=None`` (its segment keeps GRPO credit) and is counted; the first such failure warns
+(:class:`JudgeFallbackWarning`), and once failures pass ``max_error_fraction`` of the requests
+sent (at least :attr:`HTTPJudge.MIN_REQUESTS` of them) :meth:`HTTPJudge.judge` raises
+``RuntimeError`` instead of silently turning TRIAGE into GRPO (docs/triage.md, section 5).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -19,7 +23,11 @@ from typing import Any
 from wrappers.judges.prompt import judge_messages, parse_judge_output
 from wrappers.judges.request import JudgeRequest, JudgeResult, JudgeUsage
 
-__all__ = ["HTTPJudge", "chat_completions_url"]
+__all__ = ["HTTPJudge", "JudgeFallbackWarning", "chat_completions_url"]
+
+
+class JudgeFallbackWarning(UserWarning):
+    """A judge request failed; its segment falls back to GRPO credit."""
 
 
 def chat_completions_url(url: str) -> str:
@@ -53,6 +61,10 @@ class HTTPJudge:
         api_key: sent as a bearer token when given.
         extra_body: more JSON fields for every request (e.g. ``{"chat_template_kwargs":
             {"enable_thinking": True}}`` for a Qwen3 judge on vLLM).
+        max_error_fraction: the share of failed requests (HTTP or transport, after retries), over
+            all requests sent, past which :meth:`judge` raises ``RuntimeError`` (default 0.5;
+            checked from :attr:`MIN_REQUESTS` requests on; 1.0 never raises). The first failure
+            warns.
 
     Each result counts the server's ``usage.total_tokens``. :attr:`usage` keeps the totals
     (``failures``: requests with no usable role, HTTP errors and bad answers alike;
@@ -71,9 +83,14 @@ class HTTPJudge:
         temperature: float = 0.0,
         api_key: str | None = None,
         extra_body: dict[str, Any] | None = None,
+        max_error_fraction: float = 0.5,
     ) -> None:
         if timeout <= 0 or retries < 0 or max_workers < 1 or max_tokens < 1:
             raise ValueError("timeout > 0, retries >= 0, max_workers >= 1, max_tokens >= 1 needed")
+        if not 0.0 <= max_error_fraction <= 1.0:
+            raise ValueError(f"max_error_fraction must be in [0, 1], got {max_error_fraction}")
+        self.max_error_fraction = max_error_fraction
+        self.requests = 0
         self.url = chat_completions_url(url)
         self.model = model
         self.timeout = timeout
@@ -85,7 +102,11 @@ class HTTPJudge:
         self.extra_body = dict(extra_body or {})
         self.usage = JudgeUsage()
         self.errors = 0
+        self._first = ""  # the first failure's reason
         self._lock = threading.Lock()
+
+    #: Requests sent before ``max_error_fraction`` is enforced (one early failure is no verdict).
+    MIN_REQUESTS = 10
 
     def _post(self, url: str, payload: dict[str, Any] | None) -> dict[str, Any]:
         data = None if payload is None else json.dumps(payload).encode("utf-8")
@@ -128,12 +149,15 @@ class HTTPJudge:
                 TypeError,
             ) as e:
                 error = e  # timeouts are OSErrors; bad JSON ValueErrors; bad shapes Key/Index/Type
+        reason = f"{type(error).__name__}: {error}"
         with self._lock:
             self.errors += 1
-        return JudgeResult(None, raw=f"request failed: {type(error).__name__}: {error}")
+            self._first = self._first or reason
+        return JudgeResult(None, raw=f"request failed: {reason}")
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeResult]:
-        start = time.perf_counter()
+        """One result per request (see the class docstring for failures)."""
+        start, errors_before = time.perf_counter(), self.errors
         if len(requests) <= 1:
             results = [self._one(r) for r in requests]
         else:
@@ -141,7 +165,28 @@ class HTTPJudge:
                 results = list(pool.map(self._one, requests))
         mode = requests[0].mode if requests else "roles"
         self.usage.add(results, time.perf_counter() - start, mode)
+        self._check_errors(len(requests), self.errors - errors_before)
         return results
+
+    def _check_errors(self, sent: int, failed: int) -> None:
+        """Warn on the first failure; ``RuntimeError`` past ``max_error_fraction``."""
+        first = failed and self.errors == failed  # this call made the first failures
+        self.requests += sent
+        if first:
+            warnings.warn(
+                f"judge {self.url}: {failed} of {sent} requests failed (first: {self._first}); "
+                "their segments fall back to GRPO credit",
+                JudgeFallbackWarning,
+                stacklevel=4,
+            )
+        if self.requests >= self.MIN_REQUESTS and self.errors > (
+            self.max_error_fraction * self.requests
+        ):
+            raise RuntimeError(
+                f"judge {self.url}: {self.errors} of {self.requests} requests failed (more than "
+                f"max_error_fraction={self.max_error_fraction}; first: {self._first}); is the "
+                "server up? TRIAGE would silently become GRPO"
+            )
 
     def __repr__(self) -> str:
         return f"HTTPJudge({self.url!r}, model={self.model!r})"
