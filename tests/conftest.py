@@ -1,8 +1,15 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures shared by the test modules, and the skip-budget plugin (:mod:`skip_budget`)."""
 
 import time
 
 import pytest
+import skip_budget
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register :mod:`skip_budget` (``$AGENTENVS_MAX_SKIPS``) unless ``-p skip_budget`` did."""
+    if not config.pluginmanager.is_registered(skip_budget):
+        config.pluginmanager.register(skip_budget, "skip_budget")
 
 
 @pytest.fixture
