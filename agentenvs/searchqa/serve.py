@@ -28,6 +28,7 @@ Limits (each over-limit request gets a 413 naming the limit; split the batch):
 * :data:`MAX_BODY_BYTES` (1 MiB): the request body.
 * :data:`MAX_RESULTS` (10,000): ``len(queries) * topk`` of one request, checked before any
   retrieval.
+* :data:`MAX_QUERY_CHARS` (4,096): one query (a single query cannot be split between calls).
 * :data:`MAX_RESPONSE_BYTES` (8 MiB): the encoded response (long passages), checked while it is
   encoded, one query's row at a time, so no larger body is ever built.
 * :data:`MAX_CONNECTIONS` (64): connections served at once; more wait in the listen backlog
@@ -39,13 +40,16 @@ Together they bound the memory a burst of clients can pin (the abuse test in
 Micro-batching, fair between requests: handler threads queue their requests; one worker thread
 takes the queue and, while other connections are still being read, waits for them up to
 ``max_wait_s`` after the oldest arrived (a lone client is answered at once). It then makes one
-``retriever.retrieve(queries, largest_topk)`` call of at most ``max_batch`` queries, taken
-round-robin: each queued request gives up to ``max_batch // len(queue)`` (at least one) of its
-next queries, and a request with queries left goes to the back of the queue. A large batch is
-thus answered in chunks, and a small request that arrives meanwhile waits for one call, not for
-the whole batch. Each request gets its own rows, cut to its own ``topk``. Concurrent env
-workers thus share one batched encode (dense) or one pass (BM25) instead of queueing for the
-retriever one by one. The retriever is only ever called from the worker thread, so it need not
+``retriever.retrieve(queries, largest_topk)`` call, and encodes the rows of its answers, for at
+most ``max_batch`` queries and at most :data:`CALL_COST` units of work (the characters of its
+queries plus :data:`HIT_COST` per passage asked for, ``largest_topk`` a query; the first query
+always goes), least served first: the queued requests are taken in the order
+of the work handed out to each so far (ties in arrival order), each giving up to
+``max_batch // len(queue)`` (at least one) of its next queries. A large batch is thus answered
+in chunks, and a small request that arrives meanwhile goes first in the next call: it waits for
+one call, not for the whole batch (nor for every other client's next chunk). Each request gets
+its own rows, cut to its own ``topk``. Concurrent env workers thus share one batched encode
+(dense) or one pass (BM25) instead of queueing for the retriever one by one. The retriever is only ever called from the worker thread, so it need not
 be thread-safe.
 
 Only loopback addresses are served (``127.0.0.1``, ``::1``, ``localhost``): the API has no
@@ -84,7 +88,10 @@ from agentenvs.searchqa.retrieval import Hit, Retriever, parse_request, to_respo
 __all__ = [
     "LOOPBACK_HOSTS",
     "MAX_BODY_BYTES",
+    "CALL_COST",
+    "HIT_COST",
     "MAX_CONNECTIONS",
+    "MAX_QUERY_CHARS",
     "MAX_RESPONSE_BYTES",
     "MAX_RESULTS",
     "RetrievalServer",
@@ -97,12 +104,22 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 MAX_BODY_BYTES = 1 << 20
 #: The most passages one request may ask for (``len(queries) * topk``); more get 413.
 MAX_RESULTS = 10_000
+#: The longest query (characters); longer get 413.
+MAX_QUERY_CHARS = 4096
+#: The work of one ``retrieve`` call and its encoding: query characters + HIT_COST per passage.
+CALL_COST = 2048
+#: The cost of one passage asked for (retrieving and encoding it cost far more than a character).
+HIT_COST = 4
 #: The largest response body (bytes); a response that would be larger gets 413 instead.
 MAX_RESPONSE_BYTES = 8 << 20
 #: Connections served at once; further ones wait in the listen backlog.
 MAX_CONNECTIONS = 64
 _DRAIN_LIMIT = 16 << 20  # an oversize body up to this size is read and dropped before the 413
 _HANDLER_JOIN_S = 5.0
+_LINGER_S = 0.5  # after answering, how long unread input is drained before the socket closes
+_LINGER_BYTES = 1 << 20
+_SWITCH_INTERVAL_S = 0.0005
+_HEAD, _TAIL = b'{"result": [', b"]}"
 
 
 class _HTTPError(Exception):
@@ -113,15 +130,35 @@ class _HTTPError(Exception):
 
 @dataclass(eq=False)  # compared by identity: the queue holds each request once
 class _Pending:
-    """One request being answered by the worker: ``rows[:cursor]`` are its queries handed out."""
+    """One request being answered by the worker: ``queries[:cursor]`` are handed out, ``rows``
+    holds the JSON of each answered query's row (``size`` bytes in all)."""
 
     queries: list[str]
     topk: int
+    return_scores: bool
     arrived: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
     cursor: int = 0
-    rows: list[list[Hit]] = field(default_factory=list)
+    served: int = 0  # work handed out: query characters + HIT_COST x topk per query
+    rows: list[bytes] = field(default_factory=list)
+    size: int = 0
     error: _HTTPError | None = None
+
+    def add_row(self, hits: Sequence[Hit]) -> None:
+        """Encode one query's row; past :data:`MAX_RESPONSE_BYTES`, the request fails with 413."""
+        row = to_response([list(hits)[: self.topk]], self.return_scores)["result"][0]
+        self.rows.append(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+        self.size += len(self.rows[-1]) + 2
+        if self.size + len(_HEAD) + len(_TAIL) > MAX_RESPONSE_BYTES:
+            self.error = _HTTPError(
+                413,
+                f"the response passes {MAX_RESPONSE_BYTES} bytes at query {len(self.rows)} of "
+                f"{len(self.queries)} (long passages); ask fewer queries or a smaller topk",
+            )
+
+    def body(self) -> bytes:
+        """The response body, as :func:`~agentenvs.searchqa.retrieval.to_response` in JSON."""
+        return _HEAD + b", ".join(self.rows) + _TAIL
 
     @property
     def left(self) -> int:
@@ -154,6 +191,23 @@ class _Server(http.server.ThreadingHTTPServer):
         )
         self.owner._track(thread)
         thread.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        # A lingering close: closing with unread input (the rest of a malformed request) sends
+        # a reset, which can destroy the answer before the client reads it. Send FIN after the
+        # answer, then drain what the client still sends for up to _LINGER_S.
+        try:
+            request.shutdown(socket.SHUT_WR)
+            request.settimeout(_LINGER_S)
+            deadline, drained = time.monotonic() + _LINGER_S, 0
+            while drained < _LINGER_BYTES and time.monotonic() < deadline:
+                chunk = request.recv(1 << 16)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:
+            pass
+        self.close_request(request)
 
     def _serve_one(self, request: Any, client_address: Any) -> None:
         try:
@@ -196,6 +250,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._send(status, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers)
 
     def _send(self, status: int, data: bytes, headers: Sequence[tuple[str, str]] = ()) -> None:
+        if self.request_version == "HTTP/0.9":  # an HTTP/0.9 or unparsed request line: the
+            self.request_version = "HTTP/1.0"  # answer still gets a status line and headers
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -432,15 +488,10 @@ class RetrievalServer:
             queries, topk, return_scores = parse_request(body)
         except ValueError as err:
             raise _HTTPError(400, str(err)) from None
-        if len(queries) * topk > MAX_RESULTS:
-            raise _HTTPError(
-                413,
-                f"{len(queries)} queries x topk {topk} = {len(queries) * topk} passages; "
-                f"at most {MAX_RESULTS} per request (split the batch)",
-            )
+        _check_size(queries, topk)
+        pending = _Pending(queries, topk, return_scores)
         if not queries:
-            return _encode([], return_scores)
-        pending = _Pending(queries, topk)
+            return pending.body()
         with self._ready:
             if self._closing:
                 raise _HTTPError(503, "the server is stopping")
@@ -452,7 +503,7 @@ class RetrievalServer:
         pending.done.wait()
         if pending.error is not None:
             raise pending.error
-        return _encode(pending.rows, return_scores)
+        return pending.body()
 
     def _next_batch(self) -> list[_Pending] | None:
         """The next requests to answer together (``None``: stopped and nothing left)."""
@@ -476,24 +527,31 @@ class RetrievalServer:
             return self._take_round()
 
     def _take_round(self) -> list[tuple[_Pending, int, int]]:
-        """``(request, start, stop)`` slices for one call, round-robin over the queue (lock held).
+        """``(request, start, stop)`` slices for one call (lock held): least served first.
 
-        Each request gives up to ``max_batch // len(queue)`` (at least one) of its next queries,
-        front first, until ``max_batch``; requests with queries left go to the back."""
+        Requests are visited by the work handed out to them so far (ties: in arrival order); each
+        gives up to ``max_batch // len(queue)`` (at least one) of its next queries, until
+        ``max_batch`` queries or :data:`CALL_COST` (the first query always goes)."""
         share = max(1, self.max_batch // len(self._pending))
         batch: list[tuple[_Pending, int, int]] = []
-        size = 0
-        for item in self._pending:
-            if size >= self.max_batch:
+        size = chars = topk = 0
+        for item in sorted(self._pending, key=lambda pending: pending.served):
+            want = min(item.left, share)
+            take = 0
+            while take < want and size < self.max_batch:
+                query = item.queries[item.cursor + take]
+                top = max(topk, item.topk)
+                if size and chars + len(query) + (size + 1) * top * HIT_COST > CALL_COST:
+                    break
+                size, chars, topk, take = size + 1, chars + len(query), top, take + 1
+                item.served += len(query) + item.topk * HIT_COST
+            if take:
+                batch.append((item, item.cursor, item.cursor + take))
+                item.cursor += take
+                if not item.left:
+                    self._pending.remove(item)
+            if take < want:  # the call is full
                 break
-            take = min(item.left, share, self.max_batch - size)
-            batch.append((item, item.cursor, item.cursor + take))
-            item.cursor += take
-            size += take
-        for item, _, _ in batch:
-            self._pending.remove(item)
-            if item.left:
-                self._pending.append(item)
         return batch
 
     def _work(self) -> None:
@@ -502,7 +560,8 @@ class RetrievalServer:
             self._run(batch)
 
     def _run(self, batch: list[tuple[_Pending, int, int]]) -> None:
-        """One ``retrieve`` call for ``batch``'s slices; a request whose last slice this is (or
+        """One ``retrieve`` call for ``batch``'s slices, their rows encoded here (all the heavy
+        work stays in this thread, scheduled fairly); a request whose last slice this is (or
         that failed: its other slices are dropped) is answered."""
         queries = [q for item, start, stop in batch for q in item.queries[start:stop]]
         try:
@@ -511,8 +570,9 @@ class RetrievalServer:
                 raise RuntimeError(f"{len(results)} result lists for {len(queries)} queries")
             offset = 0
             for item, start, stop in batch:
-                rows = results[offset : offset + stop - start]
-                item.rows.extend(list(row)[: item.topk] for row in rows)
+                for row in results[offset : offset + stop - start]:
+                    if item.error is None:
+                        item.add_row(row)
                 offset += stop - start
         except Exception as err:  # noqa: BLE001 - any retriever failure becomes a 500
             error = _HTTPError(500, f"the retriever failed: {type(err).__name__}: {err}")
@@ -531,24 +591,21 @@ class RetrievalServer:
             item.done.set()
 
 
-def _encode(results: Sequence[Sequence[Hit]], return_scores: bool) -> bytes:
-    """The ``/retrieve`` response body, as :func:`~agentenvs.searchqa.retrieval.to_response` in
-    JSON, encoded one row at a time; 413 as soon as it passes :data:`MAX_RESPONSE_BYTES`."""
-    parts = [b'{"result": [']
-    size = len(parts[0]) + 2
-    for i, hits in enumerate(results):
-        row = to_response([hits], return_scores)["result"][0]
-        part = (", " if i else "").encode() + json.dumps(row, ensure_ascii=False).encode("utf-8")
-        size += len(part)
-        if size > MAX_RESPONSE_BYTES:
-            raise _HTTPError(
-                413,
-                f"the response passes {MAX_RESPONSE_BYTES} bytes at query {i} of {len(results)} "
-                "(long passages); ask fewer queries or a smaller topk",
-            )
-        parts.append(part)
-    parts.append(b"]}")
-    return b"".join(parts)
+def _check_size(queries: list[str], topk: int) -> None:
+    """400 for a query that is not valid Unicode; 413 for a request past the size limits."""
+    try:
+        "".join(queries).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _HTTPError(400, "every query must be valid Unicode (no lone surrogates)") from None
+    if len(queries) * topk > MAX_RESULTS:
+        raise _HTTPError(
+            413,
+            f"{len(queries)} queries x topk {topk} = {len(queries) * topk} passages; "
+            f"at most {MAX_RESULTS} per request (split the batch)",
+        )
+    longest = max(map(len, queries), default=0)
+    if longest > MAX_QUERY_CHARS:
+        raise _HTTPError(413, f"a query of {longest} characters; at most {MAX_QUERY_CHARS}")
 
 
 # -- command line ----------------------------------------------------------------------------
@@ -583,6 +640,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="torch device for --retriever dense")
     args = parser.parse_args(argv)
     retriever = _make_retriever(args.retriever, args.corpus, args.device)
+    # The process is the server: hand the GIL between threads every 0.5 ms rather than every
+    # 5 ms, so a small request's few steps do not each wait behind a thread encoding a large
+    # answer.
+    sys.setswitchinterval(_SWITCH_INTERVAL_S)
     server = RetrievalServer(retriever, host=args.host, port=args.port, max_batch=args.max_batch)
     stopped = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
