@@ -120,6 +120,7 @@ _LINGER_S = 0.5  # after answering, how long unread input is drained before the 
 _LINGER_BYTES = 1 << 20
 _SWITCH_INTERVAL_S = 0.0005
 _HEAD, _TAIL = b'{"result": [', b"]}"
+_SEND_BYTES = 1 << 18  # a response is sent in pieces of about this size
 
 
 class _HTTPError(Exception):
@@ -156,9 +157,18 @@ class _Pending:
                 f"{len(self.queries)} (long passages); ask fewer queries or a smaller topk",
             )
 
-    def body(self) -> bytes:
-        """The response body, as :func:`~agentenvs.searchqa.retrieval.to_response` in JSON."""
-        return _HEAD + b", ".join(self.rows) + _TAIL
+    def body(self) -> list[bytes]:
+        """The response body, as :func:`~agentenvs.searchqa.retrieval.to_response` in JSON, in
+        pieces of about :data:`_SEND_BYTES` (never one copy of the whole body)."""
+        pieces, block, size = [_HEAD], [], 0
+        for i, row in enumerate(self.rows):
+            block.append(b", " + row if i else row)
+            size += len(block[-1])
+            if size >= _SEND_BYTES:
+                pieces.append(b"".join(block))
+                block, size = [], 0
+        pieces += [b"".join(block), _TAIL]
+        return pieces
 
     @property
     def left(self) -> int:
@@ -249,19 +259,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _send_json(self, status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> None:
         self._send(status, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers)
 
-    def _send(self, status: int, data: bytes, headers: Sequence[tuple[str, str]] = ()) -> None:
+    def _send(
+        self, status: int, data: bytes | list[bytes], headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        pieces = [data] if isinstance(data, bytes) else data
         if self.request_version == "HTTP/0.9":  # an HTTP/0.9 or unparsed request line: the
             self.request_version = "HTTP/1.0"  # answer still gets a status line and headers
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(sum(map(len, pieces))))
             self.send_header("Connection", "close")
             for name, value in headers:
                 self.send_header(name, value)
             self.end_headers()
             if getattr(self, "command", None) != "HEAD":
-                self.wfile.write(data)
+                for piece in pieces:
+                    self.wfile.write(piece)
         except OSError:  # the client went away
             pass
         self.close_connection = True
@@ -482,7 +496,7 @@ class RetrievalServer:
                 self._ready.notify_all()
             self._arriving += change
 
-    def _answer(self, body: Any, handler: _Handler) -> bytes:
+    def _answer(self, body: Any, handler: _Handler) -> list[bytes]:
         """The encoded response for a parsed ``/retrieve`` request (runs in a handler thread)."""
         try:
             queries, topk, return_scores = parse_request(body)
