@@ -118,7 +118,6 @@ _DRAIN_LIMIT = 16 << 20  # an oversize body up to this size is read and dropped 
 _HANDLER_JOIN_S = 5.0
 _LINGER_S = 0.5  # after answering, how long unread input is drained before the socket closes
 _LINGER_BYTES = 1 << 20
-_SWITCH_INTERVAL_S = 0.0005
 _HEAD, _TAIL = b'{"result": [', b"]}"
 _SEND_BYTES = 1 << 18  # a response is sent in pieces of about this size
 
@@ -654,10 +653,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="torch device for --retriever dense")
     args = parser.parse_args(argv)
     retriever = _make_retriever(args.retriever, args.corpus, args.device)
-    # The process is the server: hand the GIL between threads every 0.5 ms rather than every
-    # 5 ms, so a small request's few steps do not each wait behind a thread encoding a large
-    # answer.
-    sys.setswitchinterval(_SWITCH_INTERVAL_S)
     server = RetrievalServer(retriever, host=args.host, port=args.port, max_batch=args.max_batch)
     stopped = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
