@@ -518,8 +518,8 @@ class RetrievalServer:
             raise pending.error
         return pending.body()
 
-    def _next_batch(self) -> list[_Pending] | None:
-        """The next requests to answer together (``None``: stopped and nothing left)."""
+    def _next_batch(self) -> list[tuple[_Pending, int, int]] | None:
+        """The slices to answer in the next call (``None``: stopped and nothing left)."""
         with self._ready:
             while not self._pending:
                 if self._closing:
