@@ -1,8 +1,15 @@
-"""Fixtures shared by the test modules."""
+"""Fixtures shared by the test modules, and the skip-budget plugin (:mod:`skip_budget`)."""
 
 import time
 
 import pytest
+import skip_budget
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register :mod:`skip_budget` (``$AGENTENVS_MAX_SKIPS``) unless ``-p skip_budget`` did."""
+    if not config.pluginmanager.is_registered(skip_budget):
+        config.pluginmanager.register(skip_budget, "skip_budget")
 
 
 @pytest.fixture
@@ -49,24 +56,28 @@ def actor_gone():
     return ray_actor_gone
 
 
-#: The 100 real WebShop products and the real attribute file, next to the repository when present
-#: (``$WEBSHOP_FIXTURE`` overrides); tests that need them skip otherwise.
+#: The 100 real WebShop products and the real attribute file, shipped gzipped in
+#: ``tests/fixtures/webshop`` (MIT; source and licence beside them). ``$WEBSHOP_FIXTURE`` names
+#: another directory holding them, plain or gzipped.
 WEBSHOP_FIXTURE_FILES = ("products_100.jsonl", "items_ins_v2_1000.json")
 
 
 @pytest.fixture(scope="session")
-def webshop_fixture_dir(tmp_path_factory):
-    """A directory holding the real 100-product WebShop sample (official format)."""
+def webshop_fixture_dir(tmp_path_factory) -> str:
+    """A temporary directory holding the real 100-product WebShop sample (official format,
+    decompressed under the official names)."""
+    import gzip
     import os
     from pathlib import Path
 
     source = Path(
-        os.environ.get("WEBSHOP_FIXTURE")
-        or Path(__file__).resolve().parents[2] / "shared" / "data" / "webshop"
+        os.environ.get("WEBSHOP_FIXTURE") or Path(__file__).parent / "fixtures" / "webshop"
     )
-    if not all((source / name).is_file() for name in WEBSHOP_FIXTURE_FILES):
-        pytest.skip(f"the real WebShop sample is not at {source}")
     target = tmp_path_factory.mktemp("webshop100")
     for name in WEBSHOP_FIXTURE_FILES:
-        (target / name).symlink_to(source / name)
+        plain, packed = source / name, source / f"{name}.gz"
+        if not (plain.is_file() or packed.is_file()):
+            raise FileNotFoundError(f"the WebShop sample has no {name}[.gz] in {source}")
+        data = plain.read_bytes() if plain.is_file() else gzip.decompress(packed.read_bytes())
+        (target / name).write_bytes(data)
     return str(target)

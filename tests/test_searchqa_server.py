@@ -297,10 +297,33 @@ def test_max_batch_bounds_each_call(bm25):
             t.start()
         for t in threads:
             t.join(30)
-        # A request bigger than max_batch goes alone, in one call.
+        # A request bigger than max_batch is answered in max_batch chunks.
+        before = len(counting.calls)
         assert ids(remote.retrieve(QUERIES, 1)) == ids(bm25.retrieve(QUERIES, 1))
     assert results == {n: ids(bm25.retrieve(QUERIES[n : n + 3], 2)) for n in range(6)}
-    assert max(counting.calls[:-1]) <= 4 and counting.calls[-1] == len(QUERIES)
+    assert max(counting.calls) <= 4 and counting.calls[before:] == [4, 4, 4, 3]
+
+
+def test_a_small_query_does_not_wait_behind_a_large_batch(bm25):
+    counting = Counting(bm25, delay=0.05)  # 50 ms a call: the 400-query batch takes 50 calls
+    with RetrievalServer(counting, max_batch=8) as srv:
+        remote = RemoteRetriever(srv.url, timeout=60)
+        big: dict[str, list[list[str]]] = {}
+        batch = QUERIES * 27  # 405 queries
+        thread = threading.Thread(
+            target=lambda: big.setdefault("ids", ids(remote.retrieve(batch, 2)))
+        )
+        thread.start()
+        while len(counting.calls) < 3:  # the batch is being served
+            time.sleep(0.01)
+        started = time.monotonic()
+        assert ids(remote.retrieve(["tea"], 2)) == ids(bm25.retrieve(["tea"], 2))
+        waited = time.monotonic() - started
+        assert thread.is_alive()  # answered while the batch is still going
+        thread.join(60)
+    assert waited < 0.5  # one or two calls, not the ~2.5 s of the whole batch
+    assert big["ids"] == ids(bm25.retrieve(batch, 2))
+    assert 5 in counting.calls  # the small query shared a call: 4 of the batch's (8 // 2), itself
 
 
 # --- errors -------------------------------------------------------------------------------------

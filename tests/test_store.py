@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -179,8 +180,8 @@ def test_bad_reader_arguments_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="a value or a collection"):
         read_groups(tmp_path, method=object())
     (tmp_path / "other.jsonl").write_text('{"task_id": "a"}\n')  # not a store file
-    with pytest.raises(ValueError, match=r"other.jsonl:1: not a trajectory-store record"):
-        list(read_groups(tmp_path, run="other"))
+    reader = read_groups(tmp_path, run="other")
+    assert list(reader) == [] and reader.skipped_at == [f"{tmp_path / 'other.jsonl'}:1"]
 
 
 def test_bad_writer_arguments_raise_clear_errors(tmp_path):
@@ -456,3 +457,113 @@ def test_the_learner_stores_each_iteration_once_across_a_resume(tmp_path):
     rows = (out / "metrics.csv").read_text().splitlines()
     assert len(rows) == 1 + 4  # header, iterations 0 (eval) .. 3: the store matches the CSV
     assert json.loads((out / "config.json").read_text())["store"] == "jsonl"
+
+
+# -- damaged records -------------------------------------------------------------------------------
+def _pristine(root: Path, fmt: str, flush_every: int) -> list[StoredGroup]:
+    """Twelve groups under ``root`` (run ``r``), as read back undamaged."""
+    options = {"flush_every": flush_every} if fmt == "parquet" else {}
+    with TrajectoryStore(root, run="r", fmt=fmt, sync=False, **options) as store:
+        for i in range(12):
+            group = [traj(f"t{i % 3}", i % 2 == 0, f"{i}-{k} caf\u00e9") for k in range(2)]
+            store.append(group, method=("grpo", None)[i % 2], iteration=i if i % 4 else None)
+    reader = read_groups(root)
+    groups = list(reader)
+    assert len(groups) == 12 and reader.skipped == 0
+    return groups
+
+
+def _subsequence(got: list, reference: list) -> bool:
+    rest = iter(reference)
+    return all(any(g == r for r in rest) for g in got)
+
+
+def _damage_and_read(root: Path, fmt: str, flush_every: int, reference, rng) -> None:
+    """One random single-byte change or truncation of one store file; ``read_groups`` must return
+    only intact groups (in order) and count what it lost."""
+    files = [root / "r.jsonl"] if fmt == "jsonl" else sorted((root / "r").glob("part-*.parquet"))
+    path = files[rng.integers(len(files))]
+    data = path.read_bytes()
+    at = int(rng.integers(len(data)))
+    truncate = rng.random() < 0.3
+    if truncate:
+        path.write_bytes(data[:at])
+    else:
+        damaged = bytearray(data)
+        damaged[at] = (damaged[at] + int(rng.integers(1, 256))) % 256
+        path.write_bytes(bytes(damaged))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the unreadable-part warning
+            reader = read_groups(root)
+            got = list(reader)
+        case = (fmt, path.name, at, "truncate" if truncate else "byte", reader.skipped_at)
+        assert _subsequence(got, reference), case
+        if fmt == "jsonl" and truncate:  # the complete lines before the cut, the torn one counted
+            whole = data[:at].count(b"\n")
+            assert got == reference[:whole], case
+            assert reader.skipped == (0 if at == 0 or data[at - 1 : at] == b"\n" else 1), case
+        elif fmt == "jsonl" or flush_every == 1:  # every lost group is counted
+            assert len(got) + reader.skipped >= len(reference), case
+        else:
+            assert len(got) == len(reference) or reader.skipped >= 1, case
+    finally:
+        path.write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    "cases", [100, pytest.param(1000, marks=pytest.mark.slow)], ids=["100", "1000"]
+)
+def test_random_damage_never_raises_and_returns_only_intact_groups(tmp_path, cases):
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(cases)
+    stores = []
+    for fmt, flush_every in (("jsonl", 1), ("parquet", 1), ("parquet", 3)):
+        root = tmp_path / f"{fmt}-{flush_every}"
+        stores.append((root, fmt, flush_every, _pristine(root, fmt, flush_every)))
+    for case in range(cases):
+        root, fmt, flush_every, reference = stores[(0, 0, 1, 2)[case % 4]]  # half JSON lines
+        _damage_and_read(root, fmt, flush_every, reference, rng)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        (b'"task_id": "t1"', b'"task_id": "t2"'),  # a changed value
+        (b'"task_id"', b'"task_ix"'),  # a one-byte key change
+        (b'"iteration": 1', b'"iteration": "1"'),  # a wrong-typed value
+        (b'"crc": "', b'"crc": "0'),  # a damaged checksum
+    ],
+)
+def test_a_damaged_line_is_skipped_and_the_lines_after_it_are_read(tmp_path, change):
+    reference = _pristine(tmp_path, "jsonl", 1)
+    path = tmp_path / "r.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert change[0] in lines[1]
+    lines[1] = lines[1].replace(change[0], change[1], 1)
+    path.write_bytes(b"".join(lines))
+    reader = read_groups(tmp_path)
+    assert list(reader) == reference[:1] + reference[2:]
+    assert reader.skipped == 1 and reader.skipped_at == [f"{path}:2"]
+
+
+def test_version_1_records_without_checksums_are_still_read(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    record = {"v": 1, "run": "old", "iteration": 3, "method": "grpo", "group_id": "a#0",
+              "task_id": "a", "time": 1.5, "trajectories": [traj("a", True).to_dict()]}  # fmt: skip
+    (tmp_path / "old.jsonl").write_text(json.dumps(record) + "\n" + '{"v": 1, "run": 5}\n')
+    (tmp_path / "old").mkdir()
+    columns = {
+        k: [record[k]] for k in ("run", "iteration", "method", "group_id", "task_id", "time")
+    }
+    columns["trajectories"] = [json.dumps(record["trajectories"])]
+    table = pa.table(columns).replace_schema_metadata({b"agentenvs.store": b"1"})
+    pq.write_table(table, tmp_path / "old" / "part-000000.parquet")
+    reader = read_groups(tmp_path)
+    groups = list(reader)
+    assert [(g.run, g.iteration, g.trajectories) for g in groups] == [
+        ("old", 3, [traj("a", True)]),
+        ("old", 3, [traj("a", True)]),
+    ]
+    assert reader.skipped == 1  # the malformed version-1 line

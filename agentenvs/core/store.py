@@ -6,25 +6,37 @@ This module holds:
   :class:`~agentenvs.core.Trajectory`, each ``Step.advantage`` set) per :meth:`~TrajectoryStore.append`,
   durable when the call returns.
 * :func:`read_groups` - the stored groups of a store directory, filtered by run, iteration, task,
-  method and success; it returns a :class:`GroupReader`, which counts the torn records it skipped.
+  method and success; it returns a :class:`GroupReader`, which counts the records it skipped.
 * :class:`StoredGroup` - one group read back, with what was stored beside it.
 * :func:`list_runs` - the runs of a store directory.
 * :data:`STORE_FORMATS` - ``("jsonl", "parquet")``.
 
 Layout under ``root`` (a directory that holds the store only):
 
-* JSON lines: ``root/<run>.jsonl``, one group per line: ``{"v": 1, "run", "iteration", "method",
-  "group_id", "task_id", "time", "trajectories": [Trajectory.to_dict(), ...]}``.
+* JSON lines: ``root/<run>.jsonl``, one group per line: ``{"v": 2, "run", "iteration", "method",
+  "group_id", "task_id", "time", "trajectories": [Trajectory.to_dict(), ...], "crc": "<8 hex>"}``.
+  ``crc`` is the CRC-32 of the line's exact bytes without it: everything before ``, "crc"``, then
+  ``}``.
 * Parquet (needs pyarrow): ``root/<run>/part-<n>.parquet`` (``n`` zero-padded to 6 digits), one row
   per group, columns ``run``, ``iteration`` (int64, null when none), ``method``, ``group_id``,
-  ``task_id``, ``time`` and ``trajectories`` (the JSON text of the ``Trajectory.to_dict()`` list),
-  zstd-compressed; one part per append (or per ``flush_every`` appends).
+  ``task_id``, ``time``, ``trajectories`` (the JSON text of the ``Trajectory.to_dict()`` list) and
+  ``crc`` (int64: the CRC-32 of the row's other values, :func:`_row_bytes`), zstd-compressed; one
+  part per append (or per ``flush_every`` appends); the schema's metadata holds
+  ``agentenvs.store: 2``.
+
+Integrity. A record (a JSON line, a Parquet row) whose checksum does not match, or that is not a
+well-formed group, is skipped and counted in :attr:`GroupReader.skipped`, never returned and never
+raised; the records after it are read as usual. A CRC-32 catches every change of up to 4
+consecutive bytes, so a flipped byte never comes back as a silently wrong value. A Parquet part
+pyarrow cannot read loses its rows (counted, by the row count of its footer when that is
+readable, else as one). Version-1 records (written before checksums: JSON lines with ``"v": 1``
+and no ``crc``, parts without a ``crc`` column) are still read, validated but unchecked.
 
 Crash safety. A JSON line is written with one ``os.write`` of the whole encoded line on an
 ``O_APPEND`` descriptor, then ``os.fsync`` (``sync=False`` skips the fsync: still safe from a killed
 process, not from a power loss). A writer killed mid-line leaves a partial last line; readers skip
-it (and any line that is not JSON, which is what a partial line becomes once a later writer ends it
-with a newline) and count it in :attr:`GroupReader.skipped`. A Parquet part is written under a
+it (and any line that fails its checksum, which is what a partial line becomes once a later writer
+ends it with a newline) and count it in :attr:`GroupReader.skipped`. A Parquet part is written under a
 hidden ``.part-*.tmp`` name, fsynced, and published under its final name atomically (a hard link,
 which never overwrites another writer's part, or a rename where the filesystem has no hard links);
 readers never look at ``*.tmp``. Groups buffered for ``flush_every > 1`` are not durable until
@@ -53,6 +65,7 @@ import re
 import tempfile
 import time
 import warnings
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -75,9 +88,11 @@ __all__ = [
 #: The on-disk formats: JSON lines (no dependency) and Parquet (pyarrow).
 STORE_FORMATS = ("jsonl", "parquet")
 
-_VERSION = 1  # the record format
+_VERSION = 2  # the record format: 2 adds the checksums
 _META = ("run", "iteration", "method", "group_id", "task_id", "time")
 _PART = re.compile(r"part-(\d+)\.parquet")
+_CRC_SUFFIX = re.compile(rb', "crc": "([0-9a-f]{8})"\}\n\Z')
+_CRC_MARK = b', "crc": "'
 
 
 @dataclass
@@ -126,6 +141,7 @@ def _schema(pa: Any) -> Any:
             ("task_id", pa.string()),
             ("time", pa.float64()),
             ("trajectories", pa.large_string()),
+            ("crc", pa.int64()),
         ],
         metadata={b"agentenvs.store": str(_VERSION).encode()},
     )
@@ -161,15 +177,50 @@ def _parts(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def _encode_line(record: dict[str, Any]) -> bytes:
+    """``record`` as one JSON line ending in its ``crc`` (see the module docstring)."""
+    body = dumps_line(record).rstrip("\n").encode("utf-8")
+    return body[:-1] + _CRC_MARK + b"%08x" % zlib.crc32(body) + b'"}\n'
+
+
 def _parse_line(line: bytes) -> dict[str, Any] | None:
-    """A JSON line's record, or ``None`` when the line is torn (no newline, or not JSON)."""
-    if not line.endswith(b"\n"):
+    """A JSON line's record, or ``None`` when the line is torn, fails its checksum, or is not a
+    well-formed record (version 1 lines, without a checksum, are validated only)."""
+    found = _CRC_SUFFIX.search(line)
+    body = line[: found.start()] + b"}" if found else line
+    if found and zlib.crc32(body) != int(found.group(1), 16):
         return None
     try:
-        record = json.loads(line)
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        record = json.loads(body)
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError
+        return None
+    if not line.endswith(b"\n") or not _well_formed(record):
+        return None
+    if not isinstance(record.get("trajectories"), list):
+        return None
+    if record["v"] != (_VERSION if found else 1) or "crc" in record:
         return None
     return record
+
+
+def _row_bytes(row: dict[str, Any], text: str) -> bytes:
+    """A Parquet row's values (its metadata, and the ``trajectories`` JSON ``text``) as the bytes
+    its ``crc`` covers."""
+    return json.dumps([*(row[k] for k in _META), text]).encode("utf-8")
+
+
+def _well_formed(record: Any) -> bool:
+    """Whether ``record`` has a group's metadata keys (:data:`_META`) with the stored types."""
+    if not isinstance(record, dict):
+        return False
+    iteration, run_time = record.get("iteration"), record.get("time")
+    return (
+        all(isinstance(record.get(k), str) for k in ("run", "group_id", "task_id"))
+        and (iteration is None or (isinstance(iteration, int) and not isinstance(iteration, bool)))
+        and (record.get("method") is None or isinstance(record["method"], str))
+        and isinstance(run_time, (int, float))
+        and not isinstance(run_time, bool)
+    )
 
 
 class TrajectoryStore:
@@ -269,7 +320,7 @@ class TrajectoryStore:
             raise ValueError(f"append to a closed TrajectoryStore ({self.path})")
         record = self._record(group, method, iteration)
         if self.fmt == "jsonl":
-            append_line(self._fd, dumps_line(record).encode("utf-8"), self.sync)
+            append_line(self._fd, _encode_line(record), self.sync)
         else:
             self._buffer.append(record)
             if len(self._buffer) >= self.flush_every:
@@ -330,6 +381,10 @@ class TrajectoryStore:
         columns: dict[str, list[Any]] = {k: [r[k] for r in records] for k in _META}
         columns["trajectories"] = [
             json.dumps(r["trajectories"], ensure_ascii=False) for r in records
+        ]
+        columns["crc"] = [
+            zlib.crc32(_row_bytes(r, t))
+            for r, t in zip(records, columns["trajectories"], strict=True)
         ]
         table = pa.table(columns, schema=_schema(pa))
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".part-", suffix=".tmp")
@@ -422,7 +477,10 @@ class TrajectoryStore:
         pa, pq = self._pa, self._pq
         dropped = 0
         for _, part in _parts(self.path):
-            table = pq.read_table(part)
+            try:
+                table = pq.read_table(part)
+            except Exception:  # noqa: BLE001 - a damaged part stays; readers skip it
+                continue
             keep = [it is None or it <= last for it in table.column("iteration").to_pylist()]
             if all(keep):
                 continue
@@ -537,9 +595,11 @@ class GroupReader(Iterator[StoredGroup]):
     """The groups :func:`read_groups` yields, read lazily, file by file.
 
     Attributes:
-        skipped: records skipped so far as torn or unreadable: a JSON line without its newline or
-            that is not JSON (a writer killed mid-write), a Parquet part pyarrow cannot read.
-        skipped_at: where each was (``"path:line"`` or the part's path).
+        skipped: records skipped so far as torn, damaged or unreadable: a JSON line without its
+            newline (a writer killed mid-write), one that fails its checksum or is not a
+            well-formed group (a line holding several records' checksums counts as that many), a
+            Parquet row that fails its checksum, the rows of a Parquet part pyarrow cannot read.
+        skipped_at: where each skip was (``"path:line"``, ``"path:row i"`` or the part's path).
     """
 
     def __init__(self, sources: list[tuple[str, Path]], select: _Filter) -> None:
@@ -553,8 +613,8 @@ class GroupReader(Iterator[StoredGroup]):
     def __next__(self) -> StoredGroup:
         return next(self._groups)
 
-    def _skip(self, where: str) -> None:
-        self.skipped += 1
+    def _skip(self, where: str, records: int = 1) -> None:
+        self.skipped += records
         self.skipped_at.append(where)
 
     def _read(self, sources: list[tuple[str, Path]], select: _Filter) -> Iterator[StoredGroup]:
@@ -571,33 +631,58 @@ class GroupReader(Iterator[StoredGroup]):
                     continue
                 record = _parse_line(line)
                 if record is None:
-                    self._skip(f"{path}:{line_no}")
-                    continue
-                if not isinstance(record, dict) or not {*_META, "trajectories"} <= record.keys():
-                    raise ValueError(f"{path}:{line_no}: not a trajectory-store record")
-                if select.select(record):
-                    group = select.group(record, record["trajectories"])
-                    if group is not None:
-                        yield group
+                    self._skip(f"{path}:{line_no}", max(1, line.count(_CRC_MARK)))
+                elif select.select(record):
+                    yield from self._group(
+                        f"{path}:{line_no}", select, record, record["trajectories"]
+                    )
 
     def _read_part(self, path: Path, select: _Filter) -> Iterator[StoredGroup]:
         _, pq = _pyarrow()
         try:
             table = pq.read_table(path)
-        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            meta = {k: table.column(k).to_pylist() for k in _META}
+            texts = table.column("trajectories").to_pylist()
+            version = (table.schema.metadata or {}).get(b"agentenvs.store")
+            crcs = table.column("crc").to_pylist() if version != b"1" else [None] * len(texts)
+        except Exception as err:  # noqa: BLE001 - pyarrow raises many kinds on a damaged file
             warnings.warn(f"skipping the unreadable Parquet part {path}: {err}", stacklevel=3)
-            self._skip(str(path))
+            self._skip(str(path), _row_count(path))
             return
-        if not {*_META, "trajectories"} <= set(table.column_names):
-            raise ValueError(f"{path}: not a trajectory-store part (columns {table.column_names})")
-        meta = {k: table.column(k).to_pylist() for k in _META}
-        texts = table.column("trajectories")
-        for i in range(table.num_rows):
+        for i, (text, crc) in enumerate(zip(texts, crcs, strict=True)):
             row = {k: meta[k][i] for k in _META}
-            if select.select(row):
-                group = select.group(row, json.loads(texts[i].as_py()))
-                if group is not None:
-                    yield group
+            readable = _well_formed(row) and isinstance(text, str)
+            checked = crc is None and version == b"1"  # version 1: no checksum to match
+            if readable and not checked:
+                checked = crc == zlib.crc32(_row_bytes(row, text))
+            if not (readable and checked):
+                self._skip(f"{path}:row {i}")
+            elif select.select(row):
+                yield from self._group(f"{path}:row {i}", select, row, text)
+
+    def _group(
+        self, where: str, select: _Filter, meta: dict[str, Any], trajectories: Any
+    ) -> Iterator[StoredGroup]:
+        """The selected group of a checked record (none, if filtered out); a record that still
+        does not make a group (a version-1 record, unchecked) is skipped."""
+        try:
+            if isinstance(trajectories, str):
+                trajectories = json.loads(trajectories)
+            group = select.group(meta, trajectories)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            self._skip(where)
+            return
+        if group is not None:
+            yield group
+
+
+def _row_count(path: Path) -> int:
+    """The rows a damaged Parquet part held, from its footer (1 when that is unreadable too)."""
+    _, pq = _pyarrow()
+    try:
+        return max(1, int(pq.ParquetFile(path).metadata.num_rows))
+    except Exception:  # noqa: BLE001 - pyarrow raises many kinds on a damaged file
+        return 1
 
 
 def read_groups(
@@ -623,9 +708,9 @@ def read_groups(
     order, each in row order (append order for one writer).
 
     Raises:
-        ValueError: ``root`` is not a directory, a named run is not stored, a filter value of the
-            wrong type, or a file under ``root`` that is not a store file. Torn records are
-            skipped, never an error: see :attr:`GroupReader.skipped`.
+        ValueError: ``root`` is not a directory, a named run is not stored, or a filter value of
+            the wrong type. Torn, damaged or foreign records are skipped, never an error: see
+            :attr:`GroupReader.skipped`.
         ImportError: a Parquet run without pyarrow installed.
     """
     path = _store_root(root)

@@ -17,18 +17,40 @@ HTTP/1.0, no per-request log lines):
   list per query, best first; without scores each entry is the bare ``{"id", "contents"}``.
 * ``GET /health``: ``{"status": "ok", "retriever": <class name>, "requests": n, "batches": n,
   "max_batch": n}``.
-* Errors are JSON ``{"error": message}``: 400 bad JSON or a bad request shape, 404 an unknown
-  path, 405 a wrong method, 411 no ``Content-Length``, 413 a body over :data:`MAX_BODY_BYTES`,
-  500 when the retriever itself raises (the server keeps serving), 503 while stopping.
+* Errors are JSON ``{"error": message}``, for every request the server can read a request line
+  from: 400 bad JSON (nested too deeply included), a bad request shape or a malformed request
+  line (an unsupported HTTP version included), 404 an unknown path, 405 a wrong method, 408 a
+  body not sent within 60 s, 411 no ``Content-Length``, 413 too large (below), 500 when the
+  retriever itself raises (the server keeps serving), 503 while stopping.
 
-Micro-batching: handler threads queue their requests; one worker thread takes the oldest and,
-while other connections are still being read, waits for them up to ``max_wait_s`` after the
-oldest arrived (a lone client is answered at once), then takes the queued requests in order up
-to ``max_batch`` queries (a single larger request goes alone), makes one
-``retriever.retrieve(all_queries, largest_topk)`` call and hands each request its own slice,
-cut to its own ``topk``. Concurrent env workers thus share one batched encode (dense) or one
-pass (BM25) instead of queueing for the retriever one by one. The retriever is only ever called
-from the worker thread, so it need not be thread-safe.
+Limits (each over-limit request gets a 413 naming the limit; split the batch):
+
+* :data:`MAX_BODY_BYTES` (1 MiB): the request body.
+* :data:`MAX_RESULTS` (10,000): ``len(queries) * topk`` of one request, checked before any
+  retrieval.
+* :data:`MAX_QUERY_CHARS` (4,096): one query (a single query cannot be split between calls).
+* :data:`MAX_RESPONSE_BYTES` (8 MiB): the encoded response (long passages), checked while it is
+  encoded, one query's row at a time, so no larger body is ever built.
+* :data:`MAX_CONNECTIONS` (64): connections served at once; more wait in the listen backlog
+  until one finishes (served in arrival order, not refused).
+
+Together they bound the memory a burst of clients can pin (the abuse test in
+``tests/test_searchqa_server.py`` states the figure).
+
+Micro-batching, fair between requests: handler threads queue their requests; one worker thread
+takes the queue and, while other connections are still being read, waits for them up to
+``max_wait_s`` after the oldest arrived (a lone client is answered at once). It then makes one
+``retriever.retrieve(queries, largest_topk)`` call, and encodes the rows of its answers, for at
+most ``max_batch`` queries and at most :data:`CALL_COST` units of work (the characters of its
+queries plus :data:`HIT_COST` per passage asked for, ``largest_topk`` a query; the first query
+always goes), least served first: the queued requests are taken in the order
+of the work handed out to each so far (ties in arrival order), each giving up to
+``max_batch // len(queue)`` (at least one) of its next queries. A large batch is thus answered
+in chunks, and a small request that arrives meanwhile goes first in the next call: it waits for
+one call, not for the whole batch (nor for every other client's next chunk). Each request gets
+its own rows, cut to its own ``topk``. Concurrent env workers thus share one batched encode
+(dense) or one pass (BM25) instead of queueing for the retriever one by one. The retriever is only ever called from the worker thread, so it need not
+be thread-safe.
 
 Only loopback addresses are served (``127.0.0.1``, ``::1``, ``localhost``): the API has no
 authentication.
@@ -63,14 +85,41 @@ from typing import Any
 
 from agentenvs.searchqa.retrieval import Hit, Retriever, parse_request, to_response
 
-__all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "RetrievalServer", "main"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "MAX_BODY_BYTES",
+    "CALL_COST",
+    "HIT_COST",
+    "MAX_CONNECTIONS",
+    "MAX_QUERY_CHARS",
+    "MAX_RESPONSE_BYTES",
+    "MAX_RESULTS",
+    "RetrievalServer",
+    "main",
+]
 
 #: The hosts a :class:`RetrievalServer` may bind to.
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 #: The largest request body accepted (bytes); larger ones get 413.
 MAX_BODY_BYTES = 1 << 20
+#: The most passages one request may ask for (``len(queries) * topk``); more get 413.
+MAX_RESULTS = 10_000
+#: The longest query (characters); longer get 413.
+MAX_QUERY_CHARS = 4096
+#: The work of one ``retrieve`` call and its encoding: query characters + HIT_COST per passage.
+CALL_COST = 2048
+#: The cost of one passage asked for (retrieving and encoding it cost far more than a character).
+HIT_COST = 4
+#: The largest response body (bytes); a response that would be larger gets 413 instead.
+MAX_RESPONSE_BYTES = 8 << 20
+#: Connections served at once; further ones wait in the listen backlog.
+MAX_CONNECTIONS = 64
 _DRAIN_LIMIT = 16 << 20  # an oversize body up to this size is read and dropped before the 413
 _HANDLER_JOIN_S = 5.0
+_LINGER_S = 0.5  # after answering, how long unread input is drained before the socket closes
+_LINGER_BYTES = 1 << 20
+_HEAD, _TAIL = b'{"result": [', b"]}"
+_SEND_BYTES = 1 << 18  # a response is sent in pieces of about this size
 
 
 class _HTTPError(Exception):
@@ -79,16 +128,51 @@ class _HTTPError(Exception):
         self.status = status
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: the queue holds each request once
 class _Pending:
-    """One request waiting for the worker."""
+    """One request being answered by the worker: ``queries[:cursor]`` are handed out, ``rows``
+    holds the JSON of each answered query's row (``size`` bytes in all)."""
 
     queries: list[str]
     topk: int
+    return_scores: bool
     arrived: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
-    result: list[list[Hit]] | None = None
+    cursor: int = 0
+    served: int = 0  # work handed out: query characters + HIT_COST x topk per query
+    rows: list[bytes] = field(default_factory=list)
+    size: int = 0
     error: _HTTPError | None = None
+
+    def add_row(self, hits: Sequence[Hit]) -> None:
+        """Encode one query's row; past :data:`MAX_RESPONSE_BYTES`, the request fails with 413."""
+        row = to_response([list(hits)[: self.topk]], self.return_scores)["result"][0]
+        self.rows.append(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+        self.size += len(self.rows[-1]) + 2
+        if self.size + len(_HEAD) + len(_TAIL) > MAX_RESPONSE_BYTES:
+            self.error = _HTTPError(
+                413,
+                f"the response passes {MAX_RESPONSE_BYTES} bytes at query {len(self.rows)} of "
+                f"{len(self.queries)} (long passages); ask fewer queries or a smaller topk",
+            )
+
+    def body(self) -> list[bytes]:
+        """The response body, as :func:`~agentenvs.searchqa.retrieval.to_response` in JSON, in
+        pieces of about :data:`_SEND_BYTES` (never one copy of the whole body)."""
+        pieces, block, size = [_HEAD], [], 0
+        for i, row in enumerate(self.rows):
+            block.append(b", " + row if i else row)
+            size += len(block[-1])
+            if size >= _SEND_BYTES:
+                pieces.append(b"".join(block))
+                block, size = [], 0
+        pieces += [b"".join(block), _TAIL]
+        return pieces
+
+    @property
+    def left(self) -> int:
+        """Queries not yet handed to the retriever."""
+        return len(self.queries) - self.cursor
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -102,14 +186,43 @@ class _Server(http.server.ThreadingHTTPServer):
         self.server_name, self.server_port = self.server_address[:2]
 
     def process_request(self, request: Any, client_address: Any) -> None:
+        # At most MAX_CONNECTIONS at once: the accept loop waits here, the rest queue in the
+        # listen backlog.
+        while not self.owner._slots.acquire(timeout=0.05):
+            if self.owner._stopped:
+                self.shutdown_request(request)
+                return
         thread = threading.Thread(
-            target=self.process_request_thread,
+            target=self._serve_one,
             args=(request, client_address),
             name="retrieval-server-handler",
             daemon=True,
         )
         self.owner._track(thread)
         thread.start()
+
+    def shutdown_request(self, request: Any) -> None:
+        # A lingering close: closing with unread input (the rest of a malformed request) sends
+        # a reset, which can destroy the answer before the client reads it. Send FIN after the
+        # answer, then drain what the client still sends for up to _LINGER_S.
+        try:
+            request.shutdown(socket.SHUT_WR)
+            request.settimeout(_LINGER_S)
+            deadline, drained = time.monotonic() + _LINGER_S, 0
+            while drained < _LINGER_BYTES and time.monotonic() < deadline:
+                chunk = request.recv(1 << 16)
+                if not chunk:
+                    break
+                drained += len(chunk)
+        except OSError:
+            pass
+        self.close_request(request)
+
+    def _serve_one(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            self.owner._slots.release()
 
 
 class _Server6(_Server):
@@ -137,22 +250,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.owner._arrival(self, -1)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        # The base class's HTML error page, as JSON (used for malformed request lines too).
+        # The base class's HTML error page, as JSON (used for malformed request lines too); an
+        # unsupported HTTP version is the client's error like any malformed request line.
         text = message or self.responses.get(code, ("error",))[0]
-        self._send_json(code, {"error": text})
+        self._send_json(400 if code == 505 else code, {"error": text})
 
     def _send_json(self, status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        self._send(status, json.dumps(body, ensure_ascii=False).encode("utf-8"), headers)
+
+    def _send(
+        self, status: int, data: bytes | list[bytes], headers: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        pieces = [data] if isinstance(data, bytes) else data
+        if self.request_version == "HTTP/0.9":  # an HTTP/0.9 or unparsed request line: the
+            self.request_version = "HTTP/1.0"  # answer still gets a status line and headers
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Content-Length", str(sum(map(len, pieces))))
             self.send_header("Connection", "close")
             for name, value in headers:
                 self.send_header(name, value)
             self.end_headers()
             if getattr(self, "command", None) != "HEAD":
-                self.wfile.write(data)
+                for piece in pieces:
+                    self.wfile.write(piece)
         except OSError:  # the client went away
             pass
         self.close_connection = True
@@ -164,7 +286,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if path == "/retrieve":
                 if method != "POST":
                     raise _HTTPError(405, f"{method} not allowed on /retrieve; use POST")
-                self._send_json(200, owner._answer(self._read_json(), self))
+                self._send(200, owner._answer(self._read_json(), self))
             elif path == "/health":
                 if method != "GET":
                     raise _HTTPError(405, f"{method} not allowed on /health; use GET")
@@ -175,6 +297,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             allow = {"/retrieve": "POST", "/health": "GET"}.get(path)
             headers = [("Allow", allow)] if err.status == 405 and allow else []
             self._send_json(err.status, {"error": str(err)}, headers)
+        except TimeoutError:
+            self._send_json(408, {"error": f"the body did not arrive within {self.timeout} s"})
+        except Exception as err:  # noqa: BLE001 - every request gets an answer
+            self._send_json(500, {"error": f"internal error: {type(err).__name__}: {err}"})
 
     def _read_json(self) -> Any:
         length_header = self.headers.get("Content-Length")
@@ -200,6 +326,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return json.loads(raw)
         except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
             raise _HTTPError(400, f"the body is not JSON: {err}") from None
+        except RecursionError:
+            raise _HTTPError(400, "the body is not JSON we read: nested too deeply") from None
 
     def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's naming
         self._route("GET")
@@ -265,6 +393,7 @@ class RetrievalServer:
         self._started = False
         self._stopped = False
         self._handlers: set[threading.Thread] = set()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._threads: list[threading.Thread] = []
         if host == "::1":
             self._httpd: _Server = _Server6(("::1", port), _Handler, bind_and_activate=False)
@@ -366,15 +495,16 @@ class RetrievalServer:
                 self._ready.notify_all()
             self._arriving += change
 
-    def _answer(self, body: Any, handler: _Handler) -> dict[str, Any]:
-        """The response body for a parsed ``/retrieve`` request (runs in a handler thread)."""
+    def _answer(self, body: Any, handler: _Handler) -> list[bytes]:
+        """The encoded response for a parsed ``/retrieve`` request (runs in a handler thread)."""
         try:
             queries, topk, return_scores = parse_request(body)
         except ValueError as err:
             raise _HTTPError(400, str(err)) from None
+        _check_size(queries, topk)
+        pending = _Pending(queries, topk, return_scores)
         if not queries:
-            return to_response([], return_scores)
-        pending = _Pending(queries, topk)
+            return pending.body()
         with self._ready:
             if self._closing:
                 raise _HTTPError(503, "the server is stopping")
@@ -386,11 +516,10 @@ class RetrievalServer:
         pending.done.wait()
         if pending.error is not None:
             raise pending.error
-        assert pending.result is not None
-        return to_response(pending.result, return_scores)
+        return pending.body()
 
-    def _next_batch(self) -> list[_Pending] | None:
-        """The next requests to answer together (``None``: stopped and nothing left)."""
+    def _next_batch(self) -> list[tuple[_Pending, int, int]] | None:
+        """The slices to answer in the next call (``None``: stopped and nothing left)."""
         with self._ready:
             while not self._pending:
                 if self._closing:
@@ -402,45 +531,94 @@ class RetrievalServer:
             while (
                 self._arriving > 0
                 and not self._closing
-                and sum(len(item.queries) for item in self._pending) < self.max_batch
+                and sum(item.left for item in self._pending) < self.max_batch
             ):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._ready.wait(remaining)
-            batch = [self._pending.popleft()]  # even when it alone exceeds max_batch
-            size = len(batch[0].queries)
-            while self._pending and size + len(self._pending[0].queries) <= self.max_batch:
-                size += len(self._pending[0].queries)
-                batch.append(self._pending.popleft())
-            return batch
+            return self._take_round()
+
+    def _take_round(self) -> list[tuple[_Pending, int, int]]:
+        """``(request, start, stop)`` slices for one call (lock held): least served first.
+
+        Requests are visited by the work handed out to them so far (ties: in arrival order); each
+        gives up to ``max_batch // len(queue)`` (at least one) of its next queries, until
+        ``max_batch`` queries or :data:`CALL_COST` (the first query always goes)."""
+        share = max(1, self.max_batch // len(self._pending))
+        batch: list[tuple[_Pending, int, int]] = []
+        size = chars = topk = 0
+        for item in sorted(self._pending, key=lambda pending: pending.served):
+            want = min(item.left, share)
+            take = 0
+            while take < want and size < self.max_batch:
+                query = item.queries[item.cursor + take]
+                top = max(topk, item.topk)
+                if size and chars + len(query) + (size + 1) * top * HIT_COST > CALL_COST:
+                    break
+                size, chars, topk, take = size + 1, chars + len(query), top, take + 1
+                item.served += len(query) + item.topk * HIT_COST
+            if take:
+                batch.append((item, item.cursor, item.cursor + take))
+                item.cursor += take
+                if not item.left:
+                    self._pending.remove(item)
+            if take < want:  # the call is full
+                break
+        return batch
 
     def _work(self) -> None:
         """The worker thread: answer batches until stopped and drained."""
         while (batch := self._next_batch()) is not None:
             self._run(batch)
 
-    def _run(self, batch: list[_Pending]) -> None:
-        """One ``retrieve`` call for ``batch``; each request gets its slice or the error."""
-        queries = [q for item in batch for q in item.queries]
+    def _run(self, batch: list[tuple[_Pending, int, int]]) -> None:
+        """One ``retrieve`` call for ``batch``'s slices, their rows encoded here (all the heavy
+        work stays in this thread, scheduled fairly); a request whose last slice this is (or
+        that failed: its other slices are dropped) is answered."""
+        queries = [q for item, start, stop in batch for q in item.queries[start:stop]]
         try:
-            results = self.retriever.retrieve(queries, max(item.topk for item in batch))
+            results = self.retriever.retrieve(queries, max(item.topk for item, _, _ in batch))
             if len(results) != len(queries):
                 raise RuntimeError(f"{len(results)} result lists for {len(queries)} queries")
-            start = 0
-            for item in batch:
-                rows = results[start : start + len(item.queries)]
-                item.result = [list(row)[: item.topk] for row in rows]
-                start += len(item.queries)
+            offset = 0
+            for item, start, stop in batch:
+                for row in results[offset : offset + stop - start]:
+                    if item.error is None:
+                        item.add_row(row)
+                offset += stop - start
         except Exception as err:  # noqa: BLE001 - any retriever failure becomes a 500
             error = _HTTPError(500, f"the retriever failed: {type(err).__name__}: {err}")
-            for item in batch:
-                item.result, item.error = None, error
+            for item, _, _ in batch:
+                item.error = error
+        finished = [
+            item for item, _, _ in batch if item.error or len(item.rows) == len(item.queries)
+        ]
         with self._lock:
             self.batches += 1
-            self.requests += len(batch)
-        for item in batch:
+            self.requests += len(finished)
+            for item in finished:
+                if item in self._pending:  # a failed request's remaining slices
+                    self._pending.remove(item)
+        for item in finished:
             item.done.set()
+
+
+def _check_size(queries: list[str], topk: int) -> None:
+    """400 for a query that is not valid Unicode; 413 for a request past the size limits."""
+    try:
+        "".join(queries).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _HTTPError(400, "every query must be valid Unicode (no lone surrogates)") from None
+    if len(queries) * topk > MAX_RESULTS:
+        raise _HTTPError(
+            413,
+            f"{len(queries)} queries x topk {topk} = {len(queries) * topk} passages; "
+            f"at most {MAX_RESULTS} per request (split the batch)",
+        )
+    longest = max(map(len, queries), default=0)
+    if longest > MAX_QUERY_CHARS:
+        raise _HTTPError(413, f"a query of {longest} characters; at most {MAX_QUERY_CHARS}")
 
 
 # -- command line ----------------------------------------------------------------------------
