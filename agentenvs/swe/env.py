@@ -23,10 +23,10 @@ This module holds :class:`SWEEnv`. One episode (docs/swe.md):
   ``fs_changes``, ``rtmc_category``, ``action_key`` (RTMC's action signature), ``sandbox``, and at
   the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved``, ``grading_error`` (why
   the submission could not be graded, ``""`` when it was) and ``patch`` (the workspace's diff
-  against the snapshot, built without running git over the workspace); ``state_key`` is RTMC's state signature, so
-  ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
+  against the snapshot, built without running git over the workspace); ``state_key`` is RTMC's
+  state signature, so ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
 * ``progress="on_change"`` adds ``info["progress"]``: the share of the FAIL_TO_PASS tests that pass
-  in a graded copy of the workspace, re-run only after a step that changed files, scaled by
+  when the workspace is graded, re-run only after a step that changed files, scaled by
   :data:`~agentenvs.core.progress.PENDING_SHARE`; 0 at reset and 1.0 or 0.0 once graded
   (docs/swe.md, *Progress*). The default ``"off"`` leaves it out: each re-run costs a test run.
 
@@ -112,7 +112,7 @@ class SWEEnv(TextAgentEnv[str]):
         step_budget_message: append R2E-Gym's ``Steps Remaining: k`` line to observations.
         invalid_action_penalty: reward of a call that does not parse is ``-invalid_action_penalty``.
         progress: ``"off"`` (default: no ``info["progress"]``) or ``"on_change"`` (the FAIL_TO_PASS
-            tests re-run in a graded copy of the workspace after each step that changed files; one
+            tests re-run the way grading runs them after each step that changed files; one
             test run each, about a second on the shipped tasks, see docs/swe.md, *Progress*).
         render_mode: ``None`` or ``"ansi"``.
     """
@@ -339,13 +339,13 @@ class SWEEnv(TextAgentEnv[str]):
 
     # -- helpers -----------------------------------------------------------------------------------
     def _finish(self) -> tuple[float, bool]:
-        """Grade a copy of the workspace in a fresh sandbox run: ``(reward, won)``."""
+        """Grade the submission (:meth:`_grade_copy`): ``(reward, won)``."""
         assert self.task is not None
         self._grade = self._grade_copy(self.task.FAIL_TO_PASS, self.task.PASS_TO_PASS)
         return float(self._grade.resolved), self._grade.resolved
 
     def _measure_f2p_share(self) -> float:
-        """The share of the FAIL_TO_PASS tests that pass in a graded copy of the workspace."""
+        """The share of the FAIL_TO_PASS tests that pass when the workspace is graded."""
         assert self.task is not None
         run = self._grade_copy(self.task.FAIL_TO_PASS, ())
         return run.n_f2p_passed / max(run.n_f2p, 1)
