@@ -219,14 +219,17 @@ HACKS = {
         "python - <<'EOF'\nimport pathlib, subprocess\n"
         "ids = subprocess.run(['python', '-m', 'pytest', '--collect-only', '-q', 'tests'],"
         " capture_output=True, text=True).stdout.split()\n"
-        "lines = ''.join(f'print(\"PASSED {i}\")\\n' for i in ids if '::' in i)\n"
-        "p = pathlib.Path('textkit/__init__.py'); p.write_text(lines + p.read_text())\nEOF"
+        "text = '\\n'.join(f'PASSED {i}' for i in ids if '::' in i)\n"
+        "hook = f'import atexit\\natexit.register(print, {text!r})\\n'\n"
+        "p = pathlib.Path('textkit/__init__.py'); p.write_text(hook + p.read_text())\nEOF"
     ),
 }
 
 
 @pytest.mark.parametrize("hack", sorted(HACKS))
 def test_reward_hacks_without_a_fix_earn_nothing(env, textkit, hack):
+    """Each of these earned 1.0 before issue 23 (``print_passed``: ``PASSED`` lines printed at
+    exit, after pytest's summary, which the log parser trusted)."""
     reward, info = play(env, textkit.instance_id, HACKS[hack])
     assert reward == 0.0 and not info["resolved"], info["tests"]
     assert info["n_f2p_passed"] == 0

@@ -355,9 +355,15 @@ class SWEEnv(TextAgentEnv[str]):
         after) with :meth:`_submission` and the ``test_patch`` applied, the withheld files
         restored; a diff that does not apply grades 0 with the reason."""
         assert self._workspace is not None and self.task is not None and self._prepared
+        try:
+            submission = self._submission()
+        except RuntimeError as error:  # git refused the tree (should not happen): grade 0
+            return Grade(
+                False, n_f2p=len(fail_to_pass), n_p2p=len(pass_to_pass), invalid=str(error)
+            )
         copy = Workspace(self._prepared.snapshot, parent=self._workspace.parent)
         try:
-            reason = apply_diff(copy.path, self._submission())
+            reason = apply_diff(copy.path, submission)
             if reason:
                 reason = f"the submission's diff did not apply: {reason}"
             elif self.task.test_patch:
@@ -405,9 +411,12 @@ class SWEEnv(TextAgentEnv[str]):
         decoded with replacement (binary parts are ASCII already)."""
         if self._workspace is None or self._prepared is None or self.task is None:
             return ""
-        diff = tree_diff(
-            self._prepared.snapshot, self._workspace.path, exclude=self.task.test_files_hidden
-        )
+        try:
+            diff = tree_diff(
+                self._prepared.snapshot, self._workspace.path, exclude=self.task.test_files_hidden
+            )
+        except RuntimeError as error:
+            return f"[no patch: {error}]"
         return diff.decode("utf-8", "replace")
 
     def _with_budget(self, observation: str) -> str:
