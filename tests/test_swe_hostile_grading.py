@@ -162,15 +162,19 @@ def test_linked_withheld_file_and_conftest_write_nothing_on_the_host(env, tmp_pa
     assert_next_episode_clean(env, HIDDEN_TASK)
 
 
-def test_on_change_progress_never_shows_the_withheld_tests(textkit, tmp_path):
+def test_on_change_progress_never_shows_the_withheld_tests():
+    """The agent links ``tests`` to its own workspace's host path (as if it had learnt it): the
+    progress re-run after that step must not write the withheld file there."""
     task = next(t for t in embedded_tasks("test") if t.instance_id == HIDDEN_TASK)
     hidden = prepare(task).hidden["tests/test_ttl.py"].decode()
     needle = next(line.strip() for line in hidden.splitlines() if line.startswith("def test_"))
     env = SWEEnv([task], split="test", sandbox="bwrap", progress="on_change")
     try:
         env.reset()
-        env.step(bash("rm -rf tests && ln -s /testbed/leak tests && mkdir leak"))
-        obs, *_ = env.step(bash(f"grep -rF '{needle}' /testbed /tmp; echo END"))
+        host = env._workspace.path  # type: ignore[union-attr]
+        *_, info = env.step(bash(f"mkdir leak && rm -rf tests && ln -s {host}/leak tests"))
+        assert info["progress"] == 0.0
+        obs, *_ = env.step(bash(f"ls -A leak; grep -rF '{needle}' /testbed /tmp; echo END"))
         assert stdout(obs) == "END", obs
     finally:
         env.close()
