@@ -9,7 +9,10 @@ directories untouched) and the next episode clean.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from swe_golden import write_golden_task
@@ -344,3 +347,41 @@ def test_an_installed_package_and_cache_under_a_bound_prefix_are_hidden(tmp_path
         box.close()
     assert result.stdout.split() == [f"{prefix}/cache:", f"{package}:", "ok", "1"]
     assert os.listdir(package) == ["swe"]
+
+
+@pytest.mark.slow
+def test_a_non_editable_install_shows_no_gold_patch_inside(tmp_path):
+    """A real wheel install of this repository into a fresh venv (the interpreter prefix the
+    sandbox binds): its ``agentenvs`` package directory reads as empty inside (about 40 s)."""
+    source = tmp_path / "src"  # a copy: building writes build/ and *.egg-info next to the code
+    ignore = shutil.ignore_patterns(".*", "build", "*.egg-info", "__pycache__", "tests", "docs")
+    shutil.copytree(Path(__file__).resolve().parents[1], source, ignore=ignore)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
+    wheels = tmp_path / "wheels"
+    pip = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    subprocess.run([*pip, "-w", str(wheels), str(source)], check=True, cwd=tmp_path, env=clean)
+    python = tmp_path / "venv" / "bin" / "python"
+    wheel = next(wheels.glob("agentenvs-*.whl"))
+    install = [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)]
+    subprocess.run(install, check=True, cwd=tmp_path, env=clean)
+    script = (
+        "import os, tempfile, agentenvs\n"
+        "from agentenvs.swe.sandbox import BwrapSandbox\n"
+        "package = os.path.dirname(agentenvs.__file__)\n"
+        "assert os.path.exists(os.path.join(package, 'swe', 'data', 'tasks.jsonl.gz'))\n"
+        "with tempfile.TemporaryDirectory() as ws:\n"
+        '    r = BwrapSandbox().run(f\'ls -A {package}; python -c "import agentenvs.swe"; '
+        "echo END', ws, timeout=60, merge_stderr=True)\n"
+        "print(package.startswith(os.environ['VENV']), repr(r.stdout))\n"
+    )
+    deps = next(p for p in sys.path if p.endswith("site-packages"))  # gymnasium, numpy
+    env = {**os.environ, "PYTHONPATH": deps, "VENV": str(tmp_path / "venv")}
+    done = subprocess.run(
+        [str(python), "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    installed, out = done.stdout.split(" ", 1)
+    assert installed == "True"
+    # ``ls -A`` of the package printed nothing; the import found an empty namespace package
+    assert out.startswith("'Traceback") and "No module named" in out and "END" in out, out
