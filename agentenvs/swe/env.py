@@ -42,6 +42,7 @@ import functools
 import re
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from agentenvs.core import TaskPanel, TextAgentEnv
@@ -353,26 +354,13 @@ class SWEEnv(TextAgentEnv[str]):
     def _grade_copy(self, fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]) -> Grade:
         """Run the given tests the way grading does: in a fresh copy of the clean snapshot (deleted
         after) with :meth:`_submission` and the ``test_patch`` applied, the withheld files
-        restored; a diff that does not apply grades 0 with the reason."""
+        restored; a submission that cannot be applied grades 0 with the reason."""
         assert self._workspace is not None and self.task is not None and self._prepared
-        try:
-            submission = self._submission()
-        except RuntimeError as error:  # git refused the tree (should not happen): grade 0
-            return Grade(
-                False, n_f2p=len(fail_to_pass), n_p2p=len(pass_to_pass), invalid=str(error)
-            )
         copy = Workspace(self._prepared.snapshot, parent=self._workspace.parent)
         try:
-            reason = apply_diff(copy.path, submission)
+            reason = self._build_grading_tree(copy.path)
             if reason:
-                reason = f"the submission's diff did not apply: {reason}"
-            elif self.task.test_patch:
-                reason = apply_diff(copy.path, self.task.test_patch.encode())
-                reason = reason and f"the test patch did not apply: {reason}"
-            if reason:
-                return Grade(
-                    False, n_f2p=len(fail_to_pass), n_p2p=len(pass_to_pass), invalid=reason
-                )
+                return Grade.ungraded(fail_to_pass, pass_to_pass, reason)
             return grade(
                 self.sandbox,
                 copy.path,
@@ -384,6 +372,21 @@ class SWEEnv(TextAgentEnv[str]):
             )
         finally:
             copy.cleanup()
+
+    def _build_grading_tree(self, tree: Path) -> str:
+        """Apply :meth:`_submission`, then the ``test_patch``, to the clean copy ``tree``; ``""``,
+        or why one of them could not be applied."""
+        assert self.task is not None
+        try:
+            reason = apply_diff(tree, self._submission())
+        except RuntimeError as error:  # git refused the workspace's index (should not happen)
+            reason = str(error)
+        if reason:
+            return f"the submission's diff did not apply: {reason}"
+        if self.task.test_patch:
+            reason = apply_diff(tree, self.task.test_patch.encode())
+            return reason and f"the test patch did not apply: {reason}"
+        return ""
 
     def _restored_paths(self) -> list[str]:
         """The files grading takes from the task, not the agent: the withheld tests, and with

@@ -263,6 +263,14 @@ class Grade:
     log: str = ""
     invalid: str = ""
 
+    @classmethod
+    def ungraded(
+        cls, fail_to_pass: Sequence[str], pass_to_pass: Sequence[str], reason: str
+    ) -> Grade:
+        """An invalid submission: not resolved, every id ``"MISSING"``, ``invalid=reason``."""
+        ids = dict.fromkeys([*fail_to_pass, *pass_to_pass], "MISSING")
+        return cls(False, ids, n_f2p=len(fail_to_pass), n_p2p=len(pass_to_pass), invalid=reason)
+
 
 def grade(
     sandbox: Sandbox,
@@ -286,14 +294,12 @@ def grade(
     plugin runs from a private read-only directory and writes to a fresh private one, both
     outside ``tree``.
     """
-    ids = list(dict.fromkeys([*fail_to_pass, *pass_to_pass]))
-    sizes = {"n_f2p": len(fail_to_pass), "n_p2p": len(pass_to_pass)}
-    missing = {i: "MISSING" for i in ids}
     try:
         for rel, content in (hidden or {}).items():
             write_nofollow(tree, rel, content)
     except UnsafePath as error:
-        return Grade(False, missing, **sizes, invalid=f"invalid submission: {error}")
+        return Grade.ungraded(fail_to_pass, pass_to_pass, f"invalid submission: {error}")
+    ids = list(dict.fromkeys([*fail_to_pass, *pass_to_pass]))
     statuses, result = _run_with_plugin(sandbox, tree, ids, command, timeout)
     if result.timed_out:
         statuses = {}
@@ -308,7 +314,8 @@ def grade(
         tests=tests,
         n_f2p_passed=f2p,
         n_p2p_passed=p2p,
-        **sizes,
+        n_f2p=len(fail_to_pass),
+        n_p2p=len(pass_to_pass),
         timed_out=result.timed_out,
         log=result.output,
         invalid="" if statuses is not None else "the test run wrote no report",
