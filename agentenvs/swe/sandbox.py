@@ -29,7 +29,6 @@ ValueError: unknown sandbox kind 'nope'; choose one of 'auto', 'bwrap', 'local',
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
 import os
@@ -49,6 +48,7 @@ import warnings
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from copy import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -559,6 +559,24 @@ def _interpreter_paths() -> tuple[list[str], list[str]]:
     return prefixes, path_entries + ["/usr/local/bin", "/usr/bin", "/bin"]
 
 
+#: The ``agentenvs`` package directory (its ``swe/data`` holds the gold patches).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _private_paths(visible: Sequence[str]) -> list[str]:
+    """The directories holding gold patches, seed repositories and built snapshots (the installed
+    ``agentenvs`` package and ``$AGENTENVS_CACHE``) that lie under one of the ``visible`` bound
+    directories: :class:`BwrapSandbox` mounts an empty read-only tmpfs over each."""
+    from agentenvs.swe.task import cache_dir
+
+    found = []
+    for path in (_PACKAGE_DIR, os.fspath(cache_dir().parent)):
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and any(real.startswith(v.rstrip("/") + "/") for v in visible):
+            found.append(real)
+    return found
+
+
 class BwrapSandbox(_ProcessSandbox):
     """bubblewrap sandbox (the default where ``bwrap`` works).
 
@@ -631,7 +649,7 @@ class BwrapSandbox(_ProcessSandbox):
         return _NamespaceCounter(process.pid)
 
     def bound(self, binds: Sequence[Bind]) -> tuple[Sandbox, list[str]]:
-        box = copy.copy(self)
+        box = copy(self)
         for b in binds:
             box._prefix_args = [*box._prefix_args, "--bind" if b.writable else "--ro-bind"]
             box._prefix_args += [b.source, b.target]
@@ -647,24 +665,6 @@ class BwrapSandbox(_ProcessSandbox):
                 select.select([pidfd], [], [], self.drain_seconds)
             finally:
                 os.close(pidfd)
-
-
-#: The ``agentenvs`` package directory (its ``swe/data`` holds the gold patches).
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _private_paths(visible: Sequence[str]) -> list[str]:
-    """The directories holding gold patches, seed repositories and built snapshots (the installed
-    ``agentenvs`` package and ``$AGENTENVS_CACHE``) that lie under one of the ``visible`` bound
-    directories: :class:`BwrapSandbox` mounts an empty read-only tmpfs over each."""
-    from agentenvs.swe.task import cache_dir
-
-    found = []
-    for path in (_PACKAGE_DIR, os.fspath(cache_dir().parent)):
-        real = os.path.realpath(path)
-        if os.path.isdir(real) and any(real.startswith(v.rstrip("/") + "/") for v in visible):
-            found.append(real)
-    return found
 
 
 def _could_not_fork(result: CommandResult, merged: bool) -> bool:
@@ -957,7 +957,7 @@ class DockerSandbox(Sandbox):
         )
 
     def bound(self, binds: Sequence[Bind]) -> tuple[Sandbox, list[str]]:
-        box = copy.copy(self)
+        box = copy(self)
         box._container, box._mounted, box._binds = None, None, (*self._binds, *binds)
         return box, [b.target for b in binds]
 
