@@ -12,6 +12,11 @@ Figures (medians; each row names what it is compared with):
 * a task's graded test run (its FAIL_TO_PASS and PASS_TO_PASS tests, its own test command) in the
   sandbox against the same pytest command as a bare subprocess in a copy of the workspace;
 * env steps: ``execute_bash`` and a file_editor ``view`` through ``SWEEnv.step``;
+* grading one submission (the gold patch, a task with a withheld test file): today's way (a clean
+  snapshot copy, the agent's diff applied, infrastructure and withheld files from the snapshot,
+  outcomes from the report plugin) against the way before issue 23 (a copy of the agent's
+  workspace, the withheld file written over it, outcomes parsed from the ``-rA`` log); target
+  ratio at most 1.5x;
 * 8 concurrent sandboxes (threads, one workspace each, the test run above): throughput against
   running the same 8 runs one after the other.
 """
@@ -123,6 +128,34 @@ def resets(n: int) -> None:
     env.close()
 
 
+def grading(n: int) -> None:
+    task = next(t for t in embedded_tasks("test") if t.test_files_hidden)
+    env = SWEEnv([task], split="test", sandbox="auto", max_steps=10**6)
+    env.reset()
+    apply = f"git apply <<'EOF'\n{task.patch}EOF"
+    obs, *_ = env.step(f"<function=execute_bash>\n<parameter=cmd>{apply}</parameter>\n</function>")
+    assert obs.startswith("Exit code: 0"), obs
+    ready = prepare(task)
+    ids = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+    run = lambda c, w, t: env.sandbox.run(c, w, timeout=t, merge_stderr=True)  # noqa: E731
+    print(f"\nGrading the gold patch of {task.instance_id} ({len(ids)} tests, {env.sandbox.kind})")
+
+    def before() -> None:  # copy the workspace, restore the withheld files, parse the -rA log
+        with env._workspace.copy() as copy:  # type: ignore[union-attr]
+            for rel, content in ready.hidden.items():
+                (copy.path / rel).write_bytes(content)
+            statuses = run_tests(run, copy.path, ids, command=task.test_command).statuses
+        assert all(statuses.get(i) == "PASSED" for i in ids)
+
+    def now() -> None:  # clean snapshot + the agent's diff + restore + the plugin's report
+        assert env._grade_copy(task.FAIL_TO_PASS, task.PASS_TO_PASS).resolved
+
+    old_ms, new_ms = median_ms(before, n), median_ms(now, n)
+    row("clean copy + diff + plugin report", new_ms, "workspace copy + -rA log", old_ms)
+    print(f"  grading time ratio new/old: {new_ms / old_ms:.2f}x (target <= 1.5x)")
+    env.close()
+
+
 def test_runs(n: int, workers: int) -> None:
     tasks = embedded_tasks("test")
     task = tasks[0]
@@ -181,11 +214,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commands", type=int, default=200, help="repetitions per command figure")
     parser.add_argument("--resets", type=int, default=50)
     parser.add_argument("--test-runs", type=int, default=10)
+    parser.add_argument("--gradings", type=int, default=10, help="repetitions per grading figure")
+    parser.add_argument(
+        "--only-grading", action="store_true", help="print the grading figure alone"
+    )
     parser.add_argument("--workers", type=int, default=8)
     args = parser.parse_args(argv)
     print("\n== SWE ==")
+    if args.only_grading:
+        grading(args.gradings)
+        return
     command_overhead(args.commands)
     resets(args.resets)
+    grading(args.gradings)
     test_runs(args.test_runs, args.workers)
 
 

@@ -18,7 +18,8 @@ from swe_golden import BUG_PATCH, CORE, F2P, P2P, TESTS, write_repo
 from agentenvs.swe import generate
 from agentenvs.swe.grading import grade, is_pass, run_tests
 from agentenvs.swe.mutate import OPERATORS, apply, candidates, is_test_file
-from agentenvs.swe.snapshot import SEEDS_DIR, build_snapshot, git_diff, seed_names, unified_diff
+from agentenvs.swe.sandbox import make_sandbox
+from agentenvs.swe.snapshot import SEEDS_DIR, build_snapshot, seed_names, tree_diff, unified_diff
 from agentenvs.swe.statements import COMMAND, failure_section, parse_failure, write_statement
 
 #: One source that every operator family can mutate.
@@ -43,6 +44,13 @@ def f(xs: list[int], n: int = 2) -> int:
 @pytest.fixture(scope="module")
 def run() -> generate.Runner:
     return generate.make_runner("auto")
+
+
+@pytest.fixture(scope="module")
+def box():
+    sandbox = make_sandbox("auto")
+    yield sandbox
+    sandbox.close()
 
 
 @pytest.fixture()
@@ -89,7 +97,7 @@ def test_seed_mutants_parse() -> None:
                 ast.parse(apply(source, m))
 
 
-def test_golden_task_and_rewards(run, textkit: Path, tmp_path: Path) -> None:
+def test_golden_task_and_rewards(run, box, textkit: Path, tmp_path: Path) -> None:
     clean = run_tests(run, textkit)
     assert len(clean.statuses) == 6 and all(is_pass(s) for s in clean.statuses.values())
     task = generate.evaluate(
@@ -123,12 +131,12 @@ def test_golden_task_and_rewards(run, textkit: Path, tmp_path: Path) -> None:
     assert "[[2, 3], [4]]" in text and "[[1, 2], [3, 4]]" in text
     (snap / "tests" / "test_core.py").unlink()
     # Rewards: buggy 0; a test-only "fix" 0 (the hidden file is restored); gold patch 1.
-    assert not grade(run, snap, F2P, P2P, hidden=hidden).resolved
+    assert not grade(box, snap, F2P, P2P, hidden=hidden).resolved
     (snap / "tests" / "test_core.py").write_text(TESTS.replace("[[1, 2], [3, 4]]", "[[2, 3], [4]]"))
-    assert not grade(run, snap, F2P, P2P, hidden=hidden).resolved
+    assert not grade(box, snap, F2P, P2P, hidden=hidden).resolved
     subprocess.run(["git", "apply"], input=task["patch"], cwd=snap, check=True, text=True)
-    assert grade(run, snap, F2P, P2P, hidden=hidden).resolved
-    diff = git_diff(snap, exclude=["tests/test_core.py"])
+    assert grade(box, snap, F2P, P2P, hidden=hidden).resolved
+    diff = tree_diff(snap, snap, exclude=["tests/test_core.py"]).decode()
     assert "+    return [seq[i:i + n] for i in range(0, len(seq), n)]" in diff
     assert "tests/test_core.py" not in diff
 
@@ -152,9 +160,10 @@ def test_generation_is_deterministic(run, textkit: Path) -> None:
     assert generate.panel_bytes(first.tasks) == generate.panel_bytes(list(reversed(second.tasks)))
 
 
-def test_git_diff_without_git(tmp_path: Path) -> None:
+def test_tree_diff_needs_a_git_base(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
-    assert git_diff(tmp_path) == ""
+    with pytest.raises(ValueError, match="not a git repository"):
+        tree_diff(tmp_path, tmp_path)
 
 
 # -- the shipped panel -----------------------------------------------------------------------
@@ -192,7 +201,7 @@ def test_panel_schema_splits_and_statements() -> None:
     assert not splits.get("train", set()) & splits.get("test", set())
 
 
-def _verify(run, task: dict, tmp: Path) -> None:
+def _verify(box, task: dict, tmp: Path) -> None:
     snap = tmp / task["instance_id"]
     hide = task["test_files_hidden"]
     source = SEEDS_DIR / task["repo"]
@@ -200,16 +209,19 @@ def _verify(run, task: dict, tmp: Path) -> None:
     assert sha == task["base_commit"]
     hidden = {p: (source / p).read_bytes() for p in hide}
     f2p, p2p = task["FAIL_TO_PASS"], task["PASS_TO_PASS"]
-    assert not grade(run, snap, f2p, p2p, hidden=hidden).resolved, task["instance_id"]
+    command = task["test_command"]
+    assert not grade(box, snap, f2p, p2p, hidden=hidden, command=command).resolved, task[
+        "instance_id"
+    ]
     subprocess.run(["git", "apply"], input=task["patch"], cwd=snap, check=True, text=True)
-    assert grade(run, snap, f2p, p2p, hidden=hidden).resolved, task["instance_id"]
+    assert grade(box, snap, f2p, p2p, hidden=hidden, command=command).resolved, task["instance_id"]
 
 
-def test_panel_sample_gold_fixes_and_buggy_fails(run, tmp_path: Path) -> None:
+def test_panel_sample_gold_fixes_and_buggy_fails(box, tmp_path: Path) -> None:
     """20 tasks here; every task is played through the env in tests/test_swe_env.py (slow)."""
     tasks = _panel()
     for task in tasks[:: max(1, len(tasks) // 20)][:20]:
-        _verify(run, task, tmp_path)
+        _verify(box, task, tmp_path)
 
 
 @pytest.mark.slow

@@ -11,19 +11,22 @@ This module holds :class:`SWEEnv`. One episode (docs/swe.md):
   the toolset's observation, with R2E-Gym's and mini-swe-agent's exact strings. A call that does
   not parse is an invalid action (``action_valid=False``, the toolset's format message, a step of
   the budget; penalty ``invalid_action_penalty``, default 0).
-* ``finish`` / the submit line ends the episode (``terminated``) and grades a copy of the
-  workspace in a fresh sandbox: the withheld tests restored (or the ``test_patch`` applied), the
-  FAIL_TO_PASS and PASS_TO_PASS tests run; reward 1.0 iff all pass (``won``), else 0.0. Reaching
+* ``finish`` / the submit line ends the episode (``terminated``) and grades the submission in a
+  fresh sandbox run: a clean copy of the task snapshot with the agent's diff applied (test
+  infrastructure left out), the withheld tests restored (or the ``test_patch`` applied), the
+  FAIL_TO_PASS and PASS_TO_PASS tests run, their outcomes read from a pytest plugin's report;
+  reward 1.0 iff all pass (``won``), else 0.0. Reaching
   ``max_steps`` or ``max_episode_seconds``, or a workspace grown past the sandbox's disk cap (its
   commands are refused from then on), truncates with reward 0 (or grades the workspace when
   ``evaluate_on_truncation``).
 * ``info`` adds ``tool_call`` (name, arguments, result, valid), ``exit_code``, ``timed_out``,
   ``fs_changes``, ``rtmc_category``, ``action_key`` (RTMC's action signature), ``sandbox``, and at
-  the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved`` and ``patch`` (the
-  workspace's diff against the snapshot); ``state_key`` is RTMC's state signature, so
-  ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
+  the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved``, ``grading_error`` (why
+  the submission could not be graded, ``""`` when it was) and ``patch`` (the workspace's diff
+  against the snapshot, built without running git over the workspace); ``state_key`` is RTMC's
+  state signature, so ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
 * ``progress="on_change"`` adds ``info["progress"]``: the share of the FAIL_TO_PASS tests that pass
-  in a graded copy of the workspace, re-run only after a step that changed files, scaled by
+  when the workspace is graded, re-run only after a step that changed files, scaled by
   :data:`~agentenvs.core.progress.PENDING_SHARE`; 0 at reset and 1.0 or 0.0 once graded
   (docs/swe.md, *Progress*). The default ``"off"`` leaves it out: each re-run costs a test run.
 
@@ -37,9 +40,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import subprocess
 import time
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,7 @@ from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.spaces import TextSpace
 from agentenvs.swe import mini, r2e
 from agentenvs.swe.calls import CommandResult, FileChange, ToolCall
-from agentenvs.swe.grading import Grade, grade
+from agentenvs.swe.grading import INFRASTRUCTURE_GLOBS, Grade, grade
 from agentenvs.swe.prompts import (
     MINI_INSTANCE_PROMPT,
     R2E_INSTANCE_PROMPT,
@@ -63,7 +64,7 @@ from agentenvs.swe.prompts import (
 )
 from agentenvs.swe.sandbox import Sandbox, make_sandbox
 from agentenvs.swe.signature import SignatureState, SWESignature
-from agentenvs.swe.snapshot import git_diff
+from agentenvs.swe.snapshot import apply_diff, tree_diff
 from agentenvs.swe.task import Prepared, SWETask, embedded_tasks, prepare
 from agentenvs.swe.workspace import Workspace
 
@@ -112,7 +113,7 @@ class SWEEnv(TextAgentEnv[str]):
         step_budget_message: append R2E-Gym's ``Steps Remaining: k`` line to observations.
         invalid_action_penalty: reward of a call that does not parse is ``-invalid_action_penalty``.
         progress: ``"off"`` (default: no ``info["progress"]``) or ``"on_change"`` (the FAIL_TO_PASS
-            tests re-run in a graded copy of the workspace after each step that changed files; one
+            tests re-run the way grading runs them after each step that changed files; one
             test run each, about a second on the shipped tasks, see docs/swe.md, *Progress*).
         render_mode: ``None`` or ``"ansi"``.
     """
@@ -291,6 +292,7 @@ class SWEEnv(TextAgentEnv[str]):
                 n_p2p_passed=g.n_p2p_passed,
                 resolved=g.resolved,
                 grading_timed_out=g.timed_out,
+                grading_error=g.invalid,
             )
         return info
 
@@ -338,53 +340,87 @@ class SWEEnv(TextAgentEnv[str]):
 
     # -- helpers -----------------------------------------------------------------------------------
     def _finish(self) -> tuple[float, bool]:
-        """Grade a copy of the workspace in a fresh sandbox run: ``(reward, won)``."""
+        """Grade the submission (:meth:`_grade_copy`): ``(reward, won)``."""
         assert self.task is not None
         self._grade = self._grade_copy(self.task.FAIL_TO_PASS, self.task.PASS_TO_PASS)
         return float(self._grade.resolved), self._grade.resolved
 
     def _measure_f2p_share(self) -> float:
-        """The share of the FAIL_TO_PASS tests that pass in a graded copy of the workspace."""
+        """The share of the FAIL_TO_PASS tests that pass when the workspace is graded."""
         assert self.task is not None
         run = self._grade_copy(self.task.FAIL_TO_PASS, ())
         return run.n_f2p_passed / max(run.n_f2p, 1)
 
     def _grade_copy(self, fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]) -> Grade:
-        """Run the given tests the way grading does, in a copy of the workspace (deleted after)."""
+        """Run the given tests the way grading does: in a fresh copy of the clean snapshot (deleted
+        after) with :meth:`_submission` and the ``test_patch`` applied, the withheld files
+        restored; a submission that cannot be applied grades 0 with the reason."""
         assert self._workspace is not None and self.task is not None and self._prepared
-        copy = self._workspace.copy()
+        copy = Workspace(self._prepared.snapshot, parent=self._workspace.parent)
         try:
-            if self.task.test_patch and not _apply_patch(copy.path, self.task.test_patch):
-                return Grade(resolved=False, log="the test patch did not apply")
+            reason = self._build_grading_tree(copy.path)
+            if reason:
+                return Grade.ungraded(fail_to_pass, pass_to_pass, reason)
             return grade(
-                lambda c, w, t: self.sandbox.run(c, w, timeout=t, merge_stderr=True),
+                self.sandbox,
                 copy.path,
                 fail_to_pass,
                 pass_to_pass,
-                hidden=self._restored_files(),
+                hidden=self._prepared.hidden,
                 command=self.task.test_command,
                 timeout=self.grading_timeout,
             )
         finally:
             copy.cleanup()
 
-    def _restored_files(self) -> dict[str, bytes]:
-        """The files grading writes over the agent's tree: the withheld tests, and with
-        ``restore_all_tests`` every snapshot file that holds a graded test."""
-        assert self.task is not None and self._prepared is not None
-        files = dict(self._prepared.hidden)
+    def _build_grading_tree(self, tree: Path) -> str:
+        """Apply :meth:`_submission`, then the ``test_patch``, to the clean copy ``tree``; ``""``,
+        or why one of them could not be applied."""
+        assert self.task is not None
+        try:
+            reason = apply_diff(tree, self._submission())
+        except RuntimeError as error:  # git refused the workspace's index (should not happen)
+            reason = str(error)
+        if reason:
+            return f"the submission's diff did not apply: {reason}"
+        if self.task.test_patch:
+            reason = apply_diff(tree, self.task.test_patch.encode())
+            return reason and f"the test patch did not apply: {reason}"
+        return ""
+
+    def _restored_paths(self) -> list[str]:
+        """The files grading takes from the task, not the agent: the withheld tests, and with
+        ``restore_all_tests`` every file that holds a graded test."""
+        assert self.task is not None
+        paths = dict.fromkeys(self.task.test_files_hidden)
         if self.restore_all_tests:
-            for node in (*self.task.FAIL_TO_PASS, *self.task.PASS_TO_PASS):
-                rel = node.split("::")[0]
-                original = self._prepared.snapshot / rel
-                if rel not in files and original.is_file():
-                    files[rel] = original.read_bytes()
-        return files
+            paths.update(dict.fromkeys(n.split("::")[0] for n in self.task.FAIL_TO_PASS))
+            paths.update(dict.fromkeys(n.split("::")[0] for n in self.task.PASS_TO_PASS))
+        return list(paths)
+
+    def _submission(self) -> bytes:
+        """The diff grading applies: the workspace against the snapshot, without the restored
+        paths and the test infrastructure (:data:`~agentenvs.swe.grading.INFRASTRUCTURE_GLOBS`)."""
+        assert self._workspace is not None and self._prepared is not None
+        return tree_diff(
+            self._prepared.snapshot,
+            self._workspace.path,
+            exclude=self._restored_paths(),
+            exclude_globs=INFRASTRUCTURE_GLOBS,
+        )
 
     def _patch(self) -> str:
-        if self._workspace is None or self.task is None:
+        """``info["patch"]``: the workspace's diff against the snapshot, withheld paths left out,
+        decoded with replacement (binary parts are ASCII already)."""
+        if self._workspace is None or self._prepared is None or self.task is None:
             return ""
-        return git_diff(self._workspace.path, exclude=self.task.test_files_hidden)
+        try:
+            diff = tree_diff(
+                self._prepared.snapshot, self._workspace.path, exclude=self.task.test_files_hidden
+            )
+        except RuntimeError as error:
+            return f"[no patch: {error}]"
+        return diff.decode("utf-8", "replace")
 
     def _with_budget(self, observation: str) -> str:
         if not self.step_budget_message:
@@ -419,19 +455,3 @@ def _may_write(call: ToolCall) -> bool:
 def _first_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else "the response holds no tool call"
-
-
-def _apply_patch(repo: Path, patch: str) -> bool:
-    """``git apply`` ``patch`` in ``repo`` (works without a ``.git``); True when it applied."""
-    done = subprocess.run(
-        ["git", "apply", "--whitespace=nowarn", "-"],
-        input=patch.encode(),
-        cwd=repo,
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode:
-        warnings.warn(
-            f"test patch did not apply: {done.stderr.decode(errors='replace')}", stacklevel=2
-        )
-    return done.returncode == 0

@@ -3,11 +3,16 @@
 This module holds:
 
 * :data:`DEFAULT_TEST_COMMAND` - the pytest command a task runs unless it names its own.
-* :func:`parse_statuses` - per-test outcomes from the ``-rA`` summary of a pytest log.
+* :func:`parse_statuses` - per-test outcomes from the ``-rA`` summary of a pytest log (task
+  generation only: a log is whatever the tests printed, so grading never reads it).
 * :func:`is_pass` - which outcomes count as passing (``PASSED``, ``XFAIL``).
-* :class:`TestRun` / :func:`run_tests` - one test run in a sandbox.
-* :class:`Grade` / :func:`grade` - the SWE-bench "FULL" rule: resolved iff every FAIL_TO_PASS and
-  every PASS_TO_PASS test passes.
+* :class:`TestRun` / :func:`run_tests` - one test run through a runner, outcomes from its log.
+* :data:`INFRASTRUCTURE_GLOBS` - the test-infrastructure files grading takes from the snapshot.
+* :class:`UnsafePath` / :func:`write_nofollow` - writing a file with no symbolic link on the way.
+* :func:`read_report` - the outcomes the report plugin (:mod:`agentenvs.swe.report_plugin`) wrote.
+* :class:`Grade` / :func:`grade` - one graded test run in a sandbox, outcomes from the plugin's
+  report, and the SWE-bench "FULL" rule: resolved iff every FAIL_TO_PASS and every PASS_TO_PASS
+  test passes.
 
 A runner is any ``(command, workspace, timeout) -> CommandResult`` callable, e.g.
 ``lambda c, w, t: sandbox.run(c, w, timeout=t, merge_stderr=True)``.
@@ -23,14 +28,18 @@ A runner is any ``(command, workspace, timeout) -> CommandResult`` callable, e.g
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
-import shutil
+import stat
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentenvs.swe.calls import CommandResult
+from agentenvs.swe.sandbox import Bind, Sandbox
 
 __all__ = [
     "DEFAULT_TEST_COMMAND",
@@ -39,6 +48,10 @@ __all__ = [
     "is_pass",
     "TestRun",
     "run_tests",
+    "INFRASTRUCTURE_GLOBS",
+    "UnsafePath",
+    "write_nofollow",
+    "read_report",
     "Grade",
     "grade",
 ]
@@ -48,6 +61,37 @@ DEFAULT_TEST_COMMAND = "python -m pytest -rA -p no:cacheprovider -q"
 
 #: ``(command, workspace directory, timeout in seconds) -> CommandResult``.
 Runner = Callable[[str, Path, float], CommandResult]
+
+#: Files grading takes from the task snapshot whatever the agent did (git glob pathspecs): the
+#: agent's versions are left out of the diff grading applies, so the snapshot's stay and files
+#: the agent added are absent. pytest's configuration and hooks (``conftest.py``, every config
+#: file pytest reads, whole ``pyproject.toml``/``setup.cfg``), interpreter start-up hooks,
+#: installed-package metadata (a ``pytest11`` entry point would load a plugin), attributes, and
+#: anything named like the report plugin at the top (it would shadow it on ``sys.path``).
+INFRASTRUCTURE_GLOBS = (
+    "**/conftest.py",
+    "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/pytest.toml",
+    "**/.pytest.toml",
+    "**/tox.ini",
+    "**/setup.cfg",
+    "**/pyproject.toml",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
+    "**/*.dist-info/**",
+    "**/*.egg-info/**",
+    "**/.gitattributes",
+    "agentenvs_pytest_report*",
+    "agentenvs_pytest_report*/**",
+)
+#: Module name of the report plugin inside the sandbox.
+PLUGIN_MODULE = "agentenvs_pytest_report"
+#: Where grading runs see the plugin's directory and the report directory.
+PLUGIN_TARGET, REPORT_TARGET = "/run/agentenvs/plugin", "/run/agentenvs/report"
+#: The largest report read, bytes.
+MAX_REPORT_BYTES = 16 * 2**20
 
 _STATUSES = ("PASSED", "FAILED", "ERROR", "SKIPPED", "XFAIL", "XPASS")
 _LINE = re.compile(rf"^({'|'.join(_STATUSES)}) (\S.*)$", re.MULTILINE)
@@ -123,17 +167,90 @@ def run_tests(
     return TestRun(statuses, result.output, result.timed_out, result.seconds)
 
 
+class UnsafePath(ValueError):
+    """A path grading must write goes through a symbolic link (or a non-directory)."""
+
+
+def write_nofollow(root: Path, rel: str, content: bytes) -> None:
+    """Write ``content`` to ``root / rel``, creating missing directories, opening every
+    component with ``O_NOFOLLOW`` (relative to the previous one's descriptor), so nothing is
+    ever written through a link.
+
+    Raises:
+        UnsafePath: a component is a symbolic link or not a directory, or the file itself is a
+            link or a directory.
+    """
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise UnsafePath(f"{rel!r} is not a relative path inside the tree")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for i, name in enumerate(parts[:-1]):
+            try:
+                os.mkdir(name, 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            except OSError as error:
+                raise UnsafePath(f"cannot create {'/'.join(parts[: i + 1])}: {error}") from None
+            try:
+                nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:
+                raise UnsafePath(
+                    f"{'/'.join(parts[: i + 1])} is a symbolic link or not a directory"
+                ) from None
+            os.close(fd)
+            fd = nxt
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+        try:
+            out = os.open(parts[-1], flags, 0o644, dir_fd=fd)
+        except OSError as error:
+            raise UnsafePath(f"cannot write {rel}: {error.strerror}") from None
+        try:
+            if not stat.S_ISREG(os.fstat(out).st_mode):
+                raise UnsafePath(f"{rel} is not a regular file")
+            with os.fdopen(out, "wb", closefd=False) as handle:
+                handle.write(content)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def read_report(path: Path) -> dict[str, str] | None:
+    """The outcomes in the plugin's report at ``path``; ``None`` when it is missing, not a
+    regular file (never followed if a link), over :data:`MAX_REPORT_BYTES`, or malformed.
+    Entries that are not ``str -> known outcome`` are dropped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_REPORT_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = json.loads(handle.read(MAX_REPORT_BYTES))
+        outcomes = data["outcomes"]
+        return {k: v for k, v in outcomes.items() if isinstance(k, str) and v in _STATUSES}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class Grade:
     """A graded submission.
 
     Attributes:
         resolved: every FAIL_TO_PASS and PASS_TO_PASS test passed.
-        tests: node id -> outcome for every graded id (``"MISSING"`` when the log has none).
+        tests: node id -> outcome for every graded id (``"MISSING"`` when the report has none).
         n_f2p_passed / n_p2p_passed: how many of each list passed.
         n_f2p / n_p2p: the list sizes.
         timed_out: the test run hit its timeout (resolved is then False).
-        log: the test run's output.
+        log: the test run's output (for people: never parsed).
+        invalid: why the submission could not be graded (``""`` when it was), e.g. a symbolic
+            link on the way to a withheld test file, a diff that does not apply, no report.
     """
 
     resolved: bool
@@ -144,11 +261,20 @@ class Grade:
     n_p2p: int = 0
     timed_out: bool = False
     log: str = ""
+    invalid: str = ""
+
+    @classmethod
+    def ungraded(
+        cls, fail_to_pass: Sequence[str], pass_to_pass: Sequence[str], reason: str
+    ) -> Grade:
+        """An invalid submission: not resolved, every id ``"MISSING"``, ``invalid=reason``."""
+        ids = dict.fromkeys([*fail_to_pass, *pass_to_pass], "MISSING")
+        return cls(False, ids, n_f2p=len(fail_to_pass), n_p2p=len(pass_to_pass), invalid=reason)
 
 
 def grade(
-    run: Runner,
-    workspace: Path,
+    sandbox: Sandbox,
+    tree: Path,
     fail_to_pass: Sequence[str],
     pass_to_pass: Sequence[str],
     *,
@@ -156,37 +282,67 @@ def grade(
     command: str = DEFAULT_TEST_COMMAND,
     timeout: float = 120.0,
 ) -> Grade:
-    """Restore the ``hidden`` test files (repo-relative path -> content, overwriting the agent's
-    version) in ``workspace`` and run the FAIL_TO_PASS and PASS_TO_PASS ids.
+    """Write the ``hidden`` files (repo-relative path -> content) into ``tree`` with
+    :func:`write_nofollow`, run the FAIL_TO_PASS and PASS_TO_PASS ids with ``command`` (a pytest
+    command line that takes options) in ``sandbox`` with the report plugin, and grade the
+    plugin's report.
 
-    ``workspace`` must be a disposable copy: grading writes into it. Applying a ``test_patch``
-    (SWE-bench) is the caller's job, before this call.
+    ``tree`` must be a disposable grading tree (grading writes into it): the task's clean
+    snapshot with the agent's diff applied (infrastructure files left out of that diff, see
+    :data:`INFRASTRUCTURE_GLOBS`) and the ``test_patch`` (SWE-bench). A symbolic link on the way
+    to a hidden file makes the submission invalid (reward 0, :attr:`Grade.invalid`); the
+    plugin runs from a private read-only directory and writes to a fresh private one, both
+    outside ``tree``.
     """
-    for rel, content in (hidden or {}).items():
-        target = workspace / rel
-        if target.is_symlink() or target.is_dir():
-            _remove(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+    try:
+        for rel, content in (hidden or {}).items():
+            write_nofollow(tree, rel, content)
+    except UnsafePath as error:
+        return Grade.ungraded(fail_to_pass, pass_to_pass, f"invalid submission: {error}")
     ids = list(dict.fromkeys([*fail_to_pass, *pass_to_pass]))
-    result = run_tests(run, workspace, ids, command=command, timeout=timeout)
-    tests = {i: result.statuses.get(i, "MISSING") for i in ids}
+    statuses, result = _run_with_plugin(sandbox, tree, ids, command, timeout)
+    if result.timed_out:
+        statuses = {}
+    tests = {i: (statuses or {}).get(i, "MISSING") for i in ids}
     f2p = sum(is_pass(tests[i]) for i in fail_to_pass)
     p2p = sum(is_pass(tests[i]) for i in pass_to_pass)
     return Grade(
-        resolved=not result.timed_out and f2p == len(fail_to_pass) and p2p == len(pass_to_pass),
+        resolved=statuses is not None
+        and not result.timed_out
+        and f2p == len(fail_to_pass)
+        and p2p == len(pass_to_pass),
         tests=tests,
         n_f2p_passed=f2p,
         n_p2p_passed=p2p,
         n_f2p=len(fail_to_pass),
         n_p2p=len(pass_to_pass),
         timed_out=result.timed_out,
-        log=result.log,
+        log=result.output,
+        invalid="" if statuses is not None else "the test run wrote no report",
     )
 
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
+def _run_with_plugin(
+    sandbox: Sandbox, tree: Path, ids: Sequence[str], command: str, timeout: float
+) -> tuple[dict[str, str] | None, CommandResult]:
+    """Run ``command -p PLUGIN_MODULE ids`` in ``tree`` with the plugin's directory bound
+    read-only and a fresh report directory bound writable; the report's outcomes (``None``
+    without one) and the command's result. Both directories sit in a private (``0700``) host
+    directory, removed after."""
+    with tempfile.TemporaryDirectory(prefix="agentenvs-grade-") as tmp:
+        plugin, report = Path(tmp) / "plugin", Path(tmp) / "report"
+        plugin.mkdir(mode=0o755)
+        report.mkdir()
+        report.chmod(0o777)  # the sandbox may run as another uid; the parent stays private
+        source = Path(__file__).with_name("report_plugin.py").read_bytes()
+        (plugin / f"{PLUGIN_MODULE}.py").write_bytes(source)
+        binds = [Bind(str(plugin), PLUGIN_TARGET), Bind(str(report), REPORT_TARGET, True)]
+        box, (plugin_dir, report_dir) = sandbox.bound(binds)
+        env = {"PYTHONPATH": plugin_dir, "AGENTENVS_REPORT": f"{report_dir}/report.json"}
+        line = f"{command} -p {PLUGIN_MODULE} {' '.join(shlex.quote(i) for i in ids)}"
+        try:
+            result = box.run(line, tree, timeout=timeout, merge_stderr=True, env=env)
+        finally:
+            if box is not sandbox:
+                box.close()
+        return read_report(report / "report.json"), result

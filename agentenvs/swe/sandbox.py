@@ -13,6 +13,8 @@ This module holds:
   process-group killing only.
 * :class:`DockerSandbox` - one long-lived container per sandbox (optional ``docker`` SDK).
 * :func:`bwrap_available`, :func:`make_sandbox` - pick and build a sandbox.
+* :class:`Bind` / :meth:`Sandbox.bound` - extra host directories for one run (grading's plugin
+  and report directories).
 
 Every sandbox caps each output stream at ``Limits.output_bytes`` (the rest is read and discarded),
 decodes UTF-8 with replacement, strips ANSI colour codes and ``\\r``, kills the command's whole
@@ -45,7 +47,8 @@ import time
 import warnings
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from copy import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +56,7 @@ from agentenvs.swe.calls import TIMEOUT_EXIT_CODE, CommandResult
 from agentenvs.swe.workspace import tree_bytes
 
 __all__ = [
+    "Bind",
     "Limits",
     "Sandbox",
     "BwrapSandbox",
@@ -250,6 +254,21 @@ class _Watchdog:
         return ""
 
 
+@dataclass(frozen=True)
+class Bind:
+    """A host directory a sandbox's commands also see (see :meth:`Sandbox.bound`).
+
+    Attributes:
+        source: the host directory.
+        target: where commands see it in a sandbox with its own mount namespace (absolute).
+        writable: mounted read-write (else read-only).
+    """
+
+    source: str
+    target: str
+    writable: bool = False
+
+
 class Sandbox(ABC):
     """Runs shell commands over a workspace directory.
 
@@ -304,6 +323,12 @@ class Sandbox(ABC):
 
     def close(self) -> None:  # noqa: B027 - an optional hook: nothing to release by default
         """Release what the sandbox holds (containers, temporary directories)."""
+
+    def bound(self, binds: Sequence[Bind]) -> tuple[Sandbox, list[str]]:
+        """A sandbox that runs like this one with each bind's ``source`` also visible, and the
+        paths its commands see them at (``target``; the host path where the sandbox shares the
+        host's file system). Close the sandbox returned when it is not ``self``."""
+        return self, [b.source for b in binds]
 
     def __enter__(self) -> Sandbox:
         return self
@@ -534,6 +559,24 @@ def _interpreter_paths() -> tuple[list[str], list[str]]:
     return prefixes, path_entries + ["/usr/local/bin", "/usr/bin", "/bin"]
 
 
+#: The ``agentenvs`` package directory (its ``swe/data`` holds the gold patches).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _private_paths(visible: Sequence[str]) -> list[str]:
+    """The directories holding gold patches, seed repositories and built snapshots (the installed
+    ``agentenvs`` package and ``$AGENTENVS_CACHE``) that lie under one of the ``visible`` bound
+    directories: :class:`BwrapSandbox` mounts an empty read-only tmpfs over each."""
+    from agentenvs.swe.task import cache_dir
+
+    found = []
+    for path in (_PACKAGE_DIR, os.fspath(cache_dir().parent)):
+        real = os.path.realpath(path)
+        if os.path.isdir(real) and any(real.startswith(v.rstrip("/") + "/") for v in visible):
+            found.append(real)
+    return found
+
+
 class BwrapSandbox(_ProcessSandbox):
     """bubblewrap sandbox (the default where ``bwrap`` works).
 
@@ -586,6 +629,8 @@ class BwrapSandbox(_ProcessSandbox):
         prefixes, path = _interpreter_paths()
         for prefix in prefixes:
             args += ["--ro-bind", prefix, prefix]
+        for private in _private_paths(["/usr", *prefixes]):
+            args += ["--tmpfs", private, "--remount-ro", private]
         args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         return args, path
 
@@ -602,6 +647,13 @@ class BwrapSandbox(_ProcessSandbox):
 
     def _counter(self, process: subprocess.Popen[bytes]) -> Callable[[], int] | None:
         return _NamespaceCounter(process.pid)
+
+    def bound(self, binds: Sequence[Bind]) -> tuple[Sandbox, list[str]]:
+        box = copy(self)
+        for b in binds:
+            box._prefix_args = [*box._prefix_args, "--bind" if b.writable else "--ro-bind"]
+            box._prefix_args += [b.source, b.target]
+        return box, [b.target for b in binds]
 
     def _after(self, process: subprocess.Popen[bytes], env: Mapping[str, str]) -> None:
         """Kill bwrap (its PID namespace dies with it) and wait until the namespace is gone."""
@@ -810,6 +862,7 @@ class DockerSandbox(Sandbox):
         self.image = image
         self._container: Any = None
         self._mounted: str | None = None
+        self._binds: tuple[Bind, ...] = ()
 
     def _container_for(self, workspace: str) -> Any:
         if self._container is not None and self._mounted == workspace:
@@ -833,7 +886,13 @@ class DockerSandbox(Sandbox):
                 Ulimit(name="core", soft=0, hard=0),
             ],
             tmpfs={"/tmp": f"size={limits.tmp_bytes}"},
-            volumes={workspace: {"bind": "/testbed", "mode": "rw"}},
+            volumes={
+                workspace: {"bind": "/testbed", "mode": "rw"},
+                **{
+                    b.source: {"bind": b.target, "mode": "rw" if b.writable else "ro"}
+                    for b in self._binds
+                },
+            },
             working_dir="/testbed",
             environment={"HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"},
         )
@@ -896,6 +955,11 @@ class DockerSandbox(Sandbox):
             watchdog,
             time.perf_counter() - start,
         )
+
+    def bound(self, binds: Sequence[Bind]) -> tuple[Sandbox, list[str]]:
+        box = copy(self)
+        box._container, box._mounted, box._binds = None, None, (*self._binds, *binds)
+        return box, [b.target for b in binds]
 
     def close(self) -> None:
         """Remove the container (if any)."""

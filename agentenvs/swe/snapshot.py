@@ -6,7 +6,10 @@ This module holds:
 * :func:`unified_diff` - a ``git diff``-format patch between two versions of one file.
 * :func:`build_snapshot` - copy a repository, apply a bug patch, drop hidden files and commit the
   result with a fixed identity and date, so its HEAD sha is the same on every machine.
-* :func:`git_diff` - a workspace's changes against HEAD, untracked files included.
+* :func:`tree_diff` - a workspace's changes against a host-owned snapshot's HEAD, as a binary-safe
+  ``git diff`` built without running git over the workspace (its ``.git`` is never read).
+* :func:`apply_diff` - ``git apply`` a diff to a host-owned tree with every repository-controlled
+  git knob (config, hooks, attributes, fsmonitor) off.
 
 >>> print(unified_diff("a = 1\\nb = 2\\n", "a = 1\\nb = 3\\n", "pkg/m.py"), end="")
 diff --git a/pkg/m.py b/pkg/m.py
@@ -21,19 +24,23 @@ diff --git a/pkg/m.py b/pkg/m.py
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = [
     "SEEDS_DIR",
+    "apply_diff",
     "build_snapshot",
-    "git_diff",
     "seed_names",
+    "tree_diff",
     "unified_diff",
 ]
 
@@ -41,7 +48,7 @@ __all__ = [
 SEEDS_DIR = Path(__file__).with_name("seeds")
 
 _IGNORED = ("__pycache__", ".pytest_cache", ".git", "*.pyc")
-#: Pathspecs that keep interpreter and pytest caches out of :func:`git_diff`.
+#: Pathspecs that keep interpreter and pytest caches out of :func:`tree_diff`.
 _CACHE_SPECS = (
     ":(exclude,glob)**/__pycache__/**",
     ":(exclude,glob)**/*.pyc",
@@ -157,21 +164,195 @@ def build_snapshot(
     return _git(dest, "rev-parse", "HEAD").strip()
 
 
-def git_diff(repo: Path, exclude: Sequence[str] = ()) -> str:
-    """``repo``'s changes against its HEAD, untracked files included (staged into a temporary
-    index, so the repository's own index is untouched), leaving out the ``exclude`` paths and
-    Python/pytest caches; ``""`` when ``repo`` is not a git repository (e.g. ``.git`` deleted)
-    or has no HEAD."""
-    if not (repo / ".git").exists():
-        return ""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+#: The environment of every host-side git call over a tree the agent wrote: no system or global
+#: config, no system attributes, no replace refs, no prompts, no optional locks.
+_SAFE_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "LC_ALL": "C",
+}
+#: Repository knobs forced off on top of the (host-owned) repository's own config.
+_SAFE_FLAGS = tuple(
+    arg
+    for setting in (
+        "core.fsmonitor=false",
+        "core.hooksPath=/dev/null",
+        "core.attributesFile=/dev/null",
+        "core.untrackedCache=false",
+        "core.splitIndex=false",
+        "core.autocrlf=false",
+        "core.safecrlf=false",
+        "core.symlinks=true",
+        "core.protectNTFS=false",
+        "core.quotepath=false",
+        "diff.noprefix=false",
+        "diff.mnemonicPrefix=false",
+        "diff.relative=false",
+    )
+    for arg in ("-c", setting)
+)
+
+
+def _safe_git(
+    git_dir: Path | None, work_tree: Path, *args: str, input: bytes = b"", **env: str
+) -> bytes:
+    """Run git with :data:`_SAFE_ENV` and :data:`_SAFE_FLAGS` in ``work_tree``, on the explicit
+    ``git_dir`` (``None``: no repository; discovery stops at ``work_tree``'s parent); standard
+    output as bytes.
+
+    Raises:
+        RuntimeError: git failed (the message holds its standard error).
+    """
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    where = (
+        {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work_tree)}
+        if git_dir is not None
+        else {"GIT_CEILING_DIRECTORIES": str(work_tree.parent)}
+    )
+    done = subprocess.run(
+        ["git", *_SAFE_FLAGS, *args],
+        cwd=work_tree,
+        env={**base, **_SAFE_ENV, **where, **env},
+        input=input,
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode:
+        message = done.stderr.decode(errors="replace").strip()
+        raise RuntimeError(f"git {args[0]} failed: {message}")
+    return done.stdout
+
+
+def _read_regular(path: bytes) -> bytes | None:
+    """The bytes of the regular file ``path`` (not following a final symlink, not blocking on a
+    FIFO that replaced it), or ``None``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _store_blob(objects: Path, known: Path, data: bytes) -> str:
+    """The blob id of ``data``, written as a loose object under ``objects`` unless ``known`` (an
+    object directory) already holds it loose."""
+    raw = b"blob %d\0" % len(data) + data
+    sha = hashlib.sha1(raw).hexdigest()
+    name = f"{sha[:2]}/{sha[2:]}"
+    if not (known / name).exists() and not (objects / name).exists():
+        (objects / sha[:2]).mkdir(exist_ok=True)
+        partial = objects / f"{name}.tmp"
+        partial.write_bytes(zlib.compress(raw, 1))
+        partial.rename(objects / name)
+    return sha
+
+
+def _index_lines(tree: Path, objects: Path, known: Path) -> Iterator[bytes]:
+    """``git update-index -z --index-info`` lines for every regular file (mode 100644 or 100755)
+    and symlink (120000, its target as content) under ``tree``; directories are walked without
+    following links, ``.git`` entries (any case, any depth) and other file types are skipped."""
+    root = os.fsencode(tree)
+    stack = [b""]
+    while stack:
+        rel = stack.pop()
         try:
-            _git(repo, "read-tree", "HEAD", env=env)
-            specs = [f":(exclude,literal){p}" for p in exclude]
-            _git(repo, "add", "-A", "--", ".", *_CACHE_SPECS, *specs, env=env)
-            return _git(
-                repo, "diff", "--cached", "--no-color", "--no-ext-diff", "--binary", "HEAD", env=env
-            )
-        except RuntimeError:
-            return ""
+            with os.scandir(os.path.join(root, rel) if rel else root) as scan:
+                entries = list(scan)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.lower() == b".git":
+                continue
+            name = rel + entry.name
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode):
+                    stack.append(name + b"/")
+                    continue
+                if stat.S_ISLNK(mode):
+                    data: bytes | None = os.readlink(entry.path)
+                    kind = b"120000"
+                else:
+                    data = _read_regular(entry.path) if stat.S_ISREG(mode) else None
+                    kind = b"100755" if mode & stat.S_IXUSR else b"100644"
+            except OSError:
+                continue
+            if data is not None:
+                yield (
+                    kind + b" " + _store_blob(objects, known, data).encode() + b"\t" + name + b"\0"
+                )
+
+
+def tree_diff(
+    base: Path,
+    tree: Path,
+    *,
+    exclude: Sequence[str] = (),
+    exclude_globs: Sequence[str] = (),
+) -> bytes:
+    """The binary-safe ``git diff`` (``--binary --full-index``, no renames) from the HEAD commit
+    of the host-owned repository ``base`` to the files under ``tree``, untracked files included.
+
+    Git never reads ``tree``: Python walks it without following links, hashes each file into a
+    private object directory (``base``'s objects as an alternate, so ``base`` is not written) and
+    a temporary index, and ``git diff-index --cached`` compares that index with HEAD. So nothing
+    in ``tree`` (its ``.git``: config, fsmonitor, hooks, ``core.worktree``, a ``gitdir:`` file;
+    its ``.gitattributes`` filters) is read or run. Left out: ``.git`` entries, FIFOs, sockets
+    and devices, Python/pytest caches, the ``exclude`` paths (literal, repository-relative; a
+    directory excludes what is under it) and the ``exclude_globs`` (git glob pathspecs, ``**``
+    for any directories).
+
+    Raises:
+        ValueError: ``base`` has no ``.git`` directory.
+        RuntimeError: git failed.
+    """
+    git_dir = base / ".git"
+    if not (git_dir / "HEAD").is_file():
+        raise ValueError(f"{base} is not a git repository with a .git directory")
+    with tempfile.TemporaryDirectory(prefix="agentenvs-diff-") as tmp:
+        objects, empty = Path(tmp) / "objects", Path(tmp) / "tree"
+        objects.mkdir()
+        empty.mkdir()
+        env = {
+            "GIT_INDEX_FILE": str(Path(tmp) / "index"),
+            "GIT_OBJECT_DIRECTORY": str(objects),
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(git_dir / "objects"),
+        }
+        lines = b"".join(_index_lines(tree, objects, git_dir / "objects"))
+        _safe_git(git_dir, empty, "update-index", "-z", "--index-info", input=lines, **env)
+        specs = [
+            *_CACHE_SPECS,
+            *(f":(exclude,literal){p}" for p in exclude),
+            *(f":(exclude,glob){g}" for g in exclude_globs),
+        ]
+        flags = ("--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv")
+        return _safe_git(
+            git_dir, empty, "diff-index", "--cached", *flags, "--no-renames", "HEAD", "--",
+            *specs, **env,
+        )  # fmt: skip
+
+
+def apply_diff(tree: Path, patch: bytes) -> str:
+    """``git apply`` ``patch`` to the host-owned ``tree`` (its own ``.git`` if it has one, whose
+    config is trusted; the hardened flags of :func:`tree_diff`); ``""`` when it applied, else
+    git's reason. Git refuses paths outside ``tree`` and writes beyond a symbolic link."""
+    if not patch:
+        return ""
+    git_dir = tree / ".git" if (tree / ".git" / "HEAD").is_file() else None
+    try:
+        _safe_git(git_dir, tree, "apply", "--whitespace=nowarn", "-", input=patch)
+    except RuntimeError as error:
+        return str(error)
+    return ""
