@@ -181,8 +181,8 @@ def _mount_tmpfs(root: str, size: int, owner: tuple[int, int] | None) -> bool:
     if os.geteuid() != 0 or not sys.platform.startswith("linux"):
         return False
     uid, gid = owner or (0, 0)
-    inodes = max(size // INODE_BYTES, 64)
-    options = f"size={max(size, INODE_BYTES)},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}"
+    inodes = max(size // INODE_BYTES, 1)
+    options = f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}"
     try:
         mounted = _libc().mount(
             b"agentenvs", os.fsencode(root), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()
