@@ -30,6 +30,7 @@ ValueError: unknown sandbox kind 'nope'; choose one of 'auto', 'bwrap', 'local',
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import itertools
@@ -131,8 +132,10 @@ class Limits:
             of each process (``RLIMIT_AS``), bytes; 4 GiB.
         file_bytes: largest file a process may write (``RLIMIT_FSIZE``), bytes; 64 MiB.
         open_files: open file descriptors per process (``RLIMIT_NOFILE``); 1024.
-        processes: processes of the user (``RLIMIT_NPROC``; not enforced for root, where the
-            wall timeout is the backstop; Docker's ``pids_limit``); 512.
+        processes: processes of the user (``RLIMIT_NPROC``: the sandbox uid's processes on the
+            whole host for :class:`BwrapSandbox` run as root, not enforced for a root caller of
+            :class:`LocalSandbox`; bwrap's watchdog also kills a sandbox holding more; Docker's
+            ``pids_limit``); 512.
         output_bytes: bytes kept per output stream; the rest is discarded; 1 MiB.
         workspace_bytes: workspace size cap (:func:`~agentenvs.swe.workspace.tree_bytes`: blocks
             and inodes), bytes; a command that grows the workspace past it (or fills its tmpfs)
@@ -316,9 +319,10 @@ class Sandbox(ABC):
         self.limits = limits or Limits()
 
     @property
-    @abstractmethod
     def caps(self) -> Caps:
-        """How this sandbox enforces isolation and :attr:`limits` here."""
+        """How this sandbox enforces isolation and :attr:`limits` here (by default the weakest
+        claims: unknown uid, per-process memory, the disk watchdog)."""
+        return Caps(host_uid=None, memory="rlimit", disk="watchdog", host_paths_hidden=False)
 
     def run(
         self,
@@ -780,15 +784,22 @@ class BwrapSandbox(_ProcessSandbox):
 
 class _MemoryCgroups:
     """Creates a memory cgroup per command under this process's own cgroup (v1 ``memory``
-    hierarchy or v2 with the ``memory`` controller delegated), with swap capped too."""
+    hierarchy or v2 with the ``memory`` controller delegated), with swap capped too.
+
+    A used cgroup is removed lazily (its last processes may take a moment to go): each
+    :meth:`create` removes those that are empty by then, and :meth:`sweep` at exit the rest.
+    """
 
     _names = itertools.count()
 
     def __init__(self, base: str, v2: bool) -> None:
         self.base, self.v2 = base, v2
+        self._used: list[str] = []
+        self._lock = threading.Lock()
 
     def create(self, limit: int) -> str:
         """A fresh cgroup of ``limit`` bytes; its path."""
+        self.sweep()
         path = os.path.join(self.base, f"agentenvs-{os.getpid()}-{next(self._names)}")
         os.mkdir(path)
         try:
@@ -819,15 +830,20 @@ class _MemoryCgroups:
         return False
 
     def remove(self, path: str) -> None:
-        """Remove the cgroup once its last process is gone (retried for up to 2 s)."""
-        for _ in range(40):
-            try:
-                os.rmdir(path)
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.05)
+        """Remove the cgroup once its last process is gone (now or at a later :meth:`sweep`)."""
+        with self._lock:
+            self._used.append(path)
+        self.sweep()
+
+    def sweep(self, seconds: float = 0.0) -> None:
+        """Remove the used cgroups that are empty, retrying for up to ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while True:
+            with self._lock:
+                self._used = [path for path in self._used if not _rmdir(path)]
+                if not self._used or time.monotonic() >= deadline:
+                    return
+            time.sleep(0.05)
 
     @staticmethod
     def locate() -> tuple[str, bool] | None:
@@ -855,6 +871,17 @@ class _MemoryCgroups:
         return None
 
 
+def _rmdir(path: str) -> bool:
+    """Remove an empty directory (a cgroup); whether it is gone."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=1)
 def _memory_cgroups() -> _MemoryCgroups | None:
     """Per-command memory cgroups, if this host lets this process make one and move a process
@@ -876,11 +903,14 @@ def _memory_cgroups() -> _MemoryCgroups | None:
             timeout=10,
             check=False,
         )
-        return cgroups if joined.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None
     finally:
         cgroups.remove(path)
+    if joined.returncode != 0:
+        return None
+    atexit.register(cgroups.sweep, 2.0)
+    return cgroups
 
 
 def _ancestors(path: str) -> list[str]:
