@@ -661,7 +661,7 @@ class BwrapSandbox(_ProcessSandbox):
             self._drop = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups "
             self._drop += "--inh-caps=-all --bounding-set=-all "
         self._etc = _etc_copy()
-        self._cleanup = weakref.finalize(self, shutil.rmtree, self._etc, True)
+        self._cleanup_etc = weakref.finalize(self, shutil.rmtree, self._etc, True)
         self._prefix_args, path = self._static_args()
         self._cgroups = _memory_cgroups()
         self._env = {
@@ -681,10 +681,6 @@ class BwrapSandbox(_ProcessSandbox):
             disk="tmpfs" if tmpfs_available() else "watchdog",
             host_paths_hidden=tmpfs_available(),
         )
-
-    def close(self) -> None:
-        """Remove the private ``/etc`` copy."""
-        self._cleanup()
 
     def _static_args(self) -> tuple[list[str], list[str]]:
         """The workspace-independent part of the bwrap command line, and the PATH entries."""
