@@ -693,13 +693,8 @@ class BwrapSandbox(_ProcessSandbox):
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/dev/shm"]
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
         prefixes, path = _interpreter_paths()
-        made: set[str] = set()
         for prefix in prefixes:
-            for parent in _ancestors(prefix):  # bwrap would make them 0700 (root's, when dropping)
-                if parent not in made and not parent.startswith("/usr/"):
-                    made.add(parent)
-                    args += ["--perms", "0755", "--dir", parent]
-            args += ["--ro-bind", prefix, prefix]
+            args += _bind_args("--ro-bind", prefix, prefix)
         if self.user is None:
             args += ["--unshare-all"]
         else:  # no user namespace (it would map root to root), and what the wrapper needs to
@@ -909,14 +904,21 @@ def _memory_cgroups() -> _MemoryCgroups | None:
     return cgroups
 
 
-def _ancestors(path: str) -> list[str]:
-    """The directories above an absolute ``path``, outermost first, ``/`` excluded.
+def _bind_args(option: str, source: str, target: str) -> list[str]:
+    """bwrap arguments binding ``source`` at ``target`` (``option``: ``--bind``/``--ro-bind``),
+    first making each directory above ``target`` with mode 0755: bwrap would make them 0700 and
+    root's, which the sandbox user cannot enter when the host is root. Use it for every bind.
 
-    >>> _ancestors("/root/.pyenv/versions/3.11")
-    ['/root', '/root/.pyenv', '/root/.pyenv/versions']
+    >>> " ".join(_bind_args("--ro-bind", "/x", "/run/a/b"))
+    '--perms 0755 --dir /run --perms 0755 --dir /run/a --ro-bind /x /run/a/b'
     """
-    parts = path.strip("/").split("/")[:-1]
-    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+    parts = target.strip("/").split("/")[:-1]
+    args = []
+    for i in range(len(parts)):
+        parent = "/" + "/".join(parts[: i + 1])
+        if parent != "/usr" and not parent.startswith("/usr/"):  # /usr is bound read-only
+            args += ["--perms", "0755", "--dir", parent]
+    return args + [option, source, target]
 
 
 def _could_not_fork(result: CommandResult, merged: bool) -> bool:
