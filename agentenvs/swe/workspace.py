@@ -299,24 +299,28 @@ class Workspace:
         self.path = Path(root)
         self._hash_cache: dict[str, tuple[tuple[int, ...], str]] = {}
         try:
-            try:
-                shutil.copytree(self.source, root, symlinks=True, dirs_exist_ok=True)
-            except OSError:
-                if not self.tmpfs:
-                    raise
-                self._untmpfs(root)  # the source does not fit: the watchdog alone caps it
-                shutil.copytree(self.source, root, symlinks=True, dirs_exist_ok=True)
+            self._fill(root)
             own_tree(root, self.owner)
         except BaseException:
             self.cleanup()
             raise
 
-    def _untmpfs(self, root: str) -> None:
-        """Unmount the (partly filled) tmpfs, leaving an empty plain directory."""
-        self._finalizer.detach()
-        _unmount(root)
-        self.tmpfs = False
-        self._finalizer = weakref.finalize(self, _discard, root, False)
+    def _fill(self, root: str) -> None:
+        """Copy the source into ``root``; when it does not fit the tmpfs (an error, or the tmpfs
+        left full), unmount it and copy into the plain directory instead."""
+        try:
+            shutil.copytree(self.source, root, symlinks=True, dirs_exist_ok=True)
+            fits = not (self.tmpfs and workspace_full(root))
+        except OSError:
+            if not self.tmpfs:
+                raise
+            fits = False
+        if not fits:
+            self._finalizer.detach()
+            _unmount(root)
+            self.tmpfs = False
+            self._finalizer = weakref.finalize(self, _discard, root, False)
+            self._fill(root)
 
     def __fspath__(self) -> str:
         return str(self.path)
