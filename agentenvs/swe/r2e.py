@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from agentenvs.swe.calls import TIMEOUT_EXIT_CODE, CommandResult, ToolCall
+from agentenvs.swe.workspace import adopt
 
 __all__ = [
     "ALIASES",
@@ -556,6 +557,7 @@ class FileEditor:
             return _error(f"No previous edits found for {shown} to undo.")
         previous = stack.pop()
         Path(real).write_bytes(previous.encode("utf-8", errors="replace"))
+        adopt(real, self.workspace.root)  # a re-created file stays the sandbox user's
         self.changed = (self._relative(real),)
         output = f"Last edit to {shown} undone successfully. " + _numbered(previous, shown)
         return output + "\n", True
@@ -567,6 +569,7 @@ class FileEditor:
         self._record(real, previous)
 
     def _record(self, real: str, previous: str) -> None:
+        adopt(real, self.workspace.root)  # a file the host created stays the sandbox user's
         self.history.setdefault(real, []).append(previous)
         self.changed = (self._relative(real),)
 

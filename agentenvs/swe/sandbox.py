@@ -4,11 +4,13 @@ This module holds:
 
 * :class:`Limits` - resource caps of one command (memory, file size, open files, processes,
   output, workspace and ``/tmp`` size).
+* :class:`Caps` - how a sandbox enforces them on this host (``Sandbox.caps``, probed once).
 * :class:`Sandbox` - the interface: ``run(command, workspace, timeout=...)`` runs ``bash -c
   command`` with the workspace as the current directory and returns a
   :class:`~agentenvs.swe.calls.CommandResult`.
 * :class:`BwrapSandbox` - bubblewrap: read-only system, the workspace bound at ``/testbed``, no
-  network, own PID namespace, an allowlisted ``/etc``, the host interpreter's prefixes read-only.
+  network, own PID namespace, an allowlisted ``/etc``, the host interpreter's prefixes read-only,
+  an unprivileged host uid (also when the host process is root) and a memory cgroup per command.
 * :class:`LocalSandbox` - the fallback without isolation: rlimits, a cleared environment and
   process-group killing only.
 * :class:`DockerSandbox` - one long-lived container per sandbox (optional ``docker`` SDK).
@@ -19,7 +21,8 @@ This module holds:
 Every sandbox caps each output stream at ``Limits.output_bytes`` (the rest is read and discarded),
 decodes UTF-8 with replacement, strips ANSI colour codes and ``\\r``, kills the command's whole
 process tree on the wall timeout (``exit_code`` 124, ``timed_out``), kills it when the workspace
-grows over ``Limits.workspace_bytes`` and refuses to run while the workspace is over that cap.
+grows over ``Limits.workspace_bytes`` (or its tmpfs is full) and refuses to run while the
+workspace is over that cap.
 
 >>> make_sandbox("nope")
 Traceback (most recent call last):
@@ -29,7 +32,10 @@ ValueError: unknown sandbox kind 'nope'; choose one of 'auto', 'bwrap', 'local',
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
+import itertools
 import math
 import os
 import re
@@ -53,11 +59,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentenvs.swe.calls import TIMEOUT_EXIT_CODE, CommandResult
-from agentenvs.swe.workspace import tree_bytes
+from agentenvs.swe.workspace import (
+    SANDBOX_ID,
+    own_tree,
+    tmpfs_available,
+    tree_bytes,
+    workspace_full,
+)
 
 __all__ = [
     "Bind",
     "Limits",
+    "Caps",
     "Sandbox",
     "BwrapSandbox",
     "LocalSandbox",
@@ -70,7 +83,7 @@ __all__ = [
 #: Accepted ``kind`` values of :func:`make_sandbox`.
 SANDBOX_KINDS = ("auto", "bwrap", "local", "docker")
 
-#: Exit code reported when the disk watchdog killed a command (``128 + SIGKILL``).
+#: Exit code reported when a watchdog (disk, processes, memory) killed a command (``128 + SIGKILL``).
 KILLED_EXIT_CODE = 128 + signal.SIGKILL
 
 #: Files and directories of the host's ``/etc`` visible (read-only) inside :class:`BwrapSandbox`:
@@ -107,6 +120,8 @@ _ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 _DISK_INTERVAL = 0.1
 #: Seconds between two process counts (bwrap).
 _COUNT_INTERVAL = 0.02
+#: Bytes per memory page (``/proc/<pid>/statm`` counts pages).
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 #: Seconds to wait for a Docker command's output to end once its processes were killed.
 _DOCKER_DRAIN_SECONDS = 2.0
 
@@ -116,13 +131,18 @@ class Limits:
     """Resource caps applied to every command.
 
     Attributes:
-        memory_bytes: address-space limit per process (``RLIMIT_AS``), bytes; 4 GiB.
+        memory_bytes: memory of the whole command (a memory cgroup, or a watchdog on the summed
+            resident memory of its processes, see :class:`Caps`), and the address-space limit
+            of each process (``RLIMIT_AS``), bytes; 4 GiB.
         file_bytes: largest file a process may write (``RLIMIT_FSIZE``), bytes; 64 MiB.
         open_files: open file descriptors per process (``RLIMIT_NOFILE``); 1024.
-        processes: processes of the user (``RLIMIT_NPROC``; not enforced for root, where the
-            wall timeout is the backstop; Docker's ``pids_limit``); 512.
+        processes: processes of the user (``RLIMIT_NPROC``: the sandbox uid's processes on the
+            whole host for :class:`BwrapSandbox` run as root, not enforced for a root caller of
+            :class:`LocalSandbox`; bwrap's watchdog also kills a sandbox holding more; Docker's
+            ``pids_limit``); 512.
         output_bytes: bytes kept per output stream; the rest is discarded; 1 MiB.
-        workspace_bytes: workspace size cap, bytes; a command that grows the workspace past it
+        workspace_bytes: workspace size cap (:func:`~agentenvs.swe.workspace.tree_bytes`: blocks
+            and inodes), bytes; a command that grows the workspace past it (or fills its tmpfs)
             is killed, and commands are refused while the workspace is over it; 256 MiB.
         tmp_bytes: size of the private ``/tmp`` (bwrap, Docker), bytes; 256 MiB.
 
@@ -164,6 +184,28 @@ class Limits:
         return " && ".join(parts)
 
 
+@dataclass(frozen=True)
+class Caps:
+    """How a sandbox enforces isolation and :class:`Limits` on this host (``Sandbox.caps``).
+
+    Attributes:
+        host_uid: host uid the commands run as (``None``: not a host uid, e.g. Docker's).
+        memory: ``"cgroup"`` (the whole command in one memory cgroup; the kernel enforces it),
+            ``"watchdog"`` (the summed resident memory of its processes, sampled every 20 ms, so
+            a fast allocation may briefly overshoot) or ``"rlimit"`` (per process only).
+        disk: ``"tmpfs"`` (workspaces are their own size- and inode-capped tmpfs, plus the
+            watchdog) or ``"watchdog"`` (the tree is measured every 0.1 s or more, so a fast
+            writer may overshoot by what it writes in that time).
+        host_paths_hidden: whether the workspace's host path is invisible inside (a tmpfs
+            workspace shows no host path in ``/proc/self/mountinfo``).
+    """
+
+    host_uid: int | None
+    memory: str
+    disk: str
+    host_paths_hidden: bool
+
+
 def _format_size(n: int) -> str:
     """``n`` bytes in the largest binary unit that divides it.
 
@@ -202,10 +244,11 @@ class _Capture:
 
 
 class _Watchdog:
-    """Wall-clock deadline, periodic workspace-size check and (optionally) process count.
+    """Wall-clock deadline, periodic workspace-size check and (optionally) a frequent ``probe``
+    (process count, memory) that returns the reason to kill the command, or ``None``.
 
-    ``reason`` is ``None`` while the command may go on, then ``"timeout"``, ``"disk"`` or
-    ``"processes"``.
+    ``reason`` is ``None`` while the command may go on, then ``"timeout"``, ``"disk"``,
+    ``"processes"`` or ``"memory"``.
     """
 
     def __init__(
@@ -213,14 +256,14 @@ class _Watchdog:
         workspace: str,
         timeout: float,
         limits: Limits,
-        count: Callable[[], int] | None = None,
+        probe: Callable[[], str | None] | None = None,
     ) -> None:
         now = time.monotonic()
-        self.workspace, self.limits, self.count = workspace, limits, count
+        self.workspace, self.limits, self.probe = workspace, limits, probe
         self.deadline = now + timeout
         self.disk_interval = _DISK_INTERVAL
         self.next_disk = now + self.disk_interval
-        self.next_count = now + _COUNT_INTERVAL if count is not None else math.inf
+        self.next_count = now + _COUNT_INTERVAL if probe is not None else math.inf
         self.reason: str | None = None
 
     def wait_seconds(self) -> float:
@@ -233,17 +276,24 @@ class _Watchdog:
         now = time.monotonic()
         if now >= self.deadline:
             self.reason = "timeout"
-        if self.reason is None and self.count is not None and now >= self.next_count:
-            if self.count() > self.limits.processes:
-                self.reason = "processes"
+        if self.reason is None and self.probe is not None and now >= self.next_count:
+            self.reason = self.probe()
             self.next_count = time.monotonic() + _COUNT_INTERVAL
         if self.reason is None and now >= self.next_disk:
-            if tree_bytes(self.workspace) > self.limits.workspace_bytes:
+            if workspace_full(self.workspace) or (
+                tree_bytes(self.workspace) > self.limits.workspace_bytes
+            ):
                 self.reason = "disk"
             spent = time.monotonic() - now
             self.disk_interval = max(_DISK_INTERVAL, 10 * spent)  # scans stay under ~10 % CPU
             self.next_disk = time.monotonic() + self.disk_interval
         return self.reason is not None
+
+    def settle(self) -> None:
+        """Run the probe once more after the command ended (an out-of-memory kill just before
+        the end still counts)."""
+        if self.reason is None and self.probe is not None:
+            self.reason = self.probe()
 
     def note(self) -> str:
         """The marker appended to the output of a command the watchdog killed."""
@@ -251,6 +301,8 @@ class _Watchdog:
             return f"[workspace over {_format_size(self.limits.workspace_bytes)}: command killed]"
         if self.reason == "processes":
             return f"[more than {self.limits.processes} processes: command killed]"
+        if self.reason == "memory":
+            return f"[memory over {_format_size(self.limits.memory_bytes)}: command killed]"
         return ""
 
 
@@ -276,6 +328,7 @@ class Sandbox(ABC):
         kind: ``"bwrap"``, ``"local"`` or ``"docker"``.
         isolated: whether the command is confined (file system, network, processes).
         limits: the :class:`Limits` of every command.
+        caps: how isolation and limits are enforced on this host (:class:`Caps`).
     """
 
     kind: str = ""
@@ -283,6 +336,12 @@ class Sandbox(ABC):
 
     def __init__(self, limits: Limits | None = None) -> None:
         self.limits = limits or Limits()
+
+    @property
+    def caps(self) -> Caps:
+        """How this sandbox enforces isolation and :attr:`limits` here (by default the weakest
+        claims: unknown uid, per-process memory, the disk watchdog)."""
+        return Caps(host_uid=None, memory="rlimit", disk="watchdog", host_paths_hidden=False)
 
     def run(
         self,
@@ -385,9 +444,15 @@ class _ProcessSandbox(Sandbox):
 
     @abstractmethod
     def _popen_args(
-        self, command: str, workspace: str, env: Mapping[str, str] | None, timeout: float
+        self,
+        command: str,
+        workspace: str,
+        env: Mapping[str, str] | None,
+        timeout: float,
+        resources: Any,
     ) -> tuple[list[str], str | None, dict[str, str]]:
-        """``(argv, cwd, environment)`` of the process that runs ``command``.
+        """``(argv, cwd, environment)`` of the process that runs ``command``; ``resources`` is
+        what :meth:`_resources` yielded.
 
         The rlimits are set by a wrapper shell (``ulimit``) rather than a ``preexec_fn``: that
         would make ``subprocess`` fork the whole interpreter (several ms per command, and unsafe
@@ -398,8 +463,16 @@ class _ProcessSandbox(Sandbox):
     #: processes that escaped the kill may hold them open).
     drain_seconds = 0.5
 
-    def _counter(self, process: subprocess.Popen[bytes]) -> Callable[[], int] | None:
-        """A cheap count of the command's processes for the watchdog, or ``None``."""
+    @contextlib.contextmanager
+    def _resources(self, workspace: str) -> Iterator[Any]:
+        """Per-command resources (released when the command is over); none by default."""
+        yield None
+
+    def _probe(
+        self, process: subprocess.Popen[bytes], resources: Any
+    ) -> Callable[[], str | None] | None:
+        """A cheap frequent check for the watchdog (the reason to kill, or ``None``), or
+        ``None``."""
         return None
 
     def _after(self, process: subprocess.Popen[bytes], env: Mapping[str, str]) -> None:
@@ -440,26 +513,29 @@ class _ProcessSandbox(Sandbox):
         merge_stderr: bool,
         env: Mapping[str, str],
     ) -> CommandResult:
-        argv, cwd, environment = self._popen_args(command, workspace, env, timeout)
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
-            start_new_session=True,
-        )
-        out = _Capture(self.limits.output_bytes)
-        err = None if merge_stderr else _Capture(self.limits.output_bytes)
-        watchdog = _Watchdog(workspace, timeout, self.limits, self._counter(process))
-        try:
-            self._pump(process, out, err, watchdog, environment)
-        finally:
-            _killpg(process.pid)
-            process.wait()
-        return self._result(process.returncode, out, err, watchdog, time.perf_counter() - start)
+        with self._resources(workspace) as resources:
+            argv, cwd, environment = self._popen_args(command, workspace, env, timeout, resources)
+            start = time.perf_counter()
+            process = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+                start_new_session=True,
+            )
+            out = _Capture(self.limits.output_bytes)
+            err = None if merge_stderr else _Capture(self.limits.output_bytes)
+            watchdog = _Watchdog(workspace, timeout, self.limits, self._probe(process, resources))
+            try:
+                self._pump(process, out, err, watchdog, environment)
+            finally:
+                _killpg(process.pid)
+                process.wait()
+            watchdog.settle()
+            seconds = time.perf_counter() - start
+            return self._result(process.returncode, out, err, watchdog, seconds)
 
     def _pump(
         self,
@@ -581,32 +657,56 @@ class BwrapSandbox(_ProcessSandbox):
     """bubblewrap sandbox (the default where ``bwrap`` works).
 
     Inside: ``/usr`` and the host interpreter's prefixes read-only, an allowlisted ``/etc``
-    (:data:`ETC_ALLOWLIST`), private ``/proc``, ``/dev``, ``/dev/shm`` and ``/tmp`` (``tmp_bytes``),
-    the workspace read-write at ``/testbed`` (the working directory), everything else read-only
-    and empty (the host's home, ``/root``, ``/tmp`` and project directories are invisible). All
-    namespaces are unshared (no network; own PID namespace, so every process of the command dies
-    with it), capabilities are dropped, the environment holds only ``PATH`` (the interpreter's
-    ``bin`` first, so ``python`` and ``pytest`` are the host's), ``HOME=/tmp``, ``LANG=C.UTF-8``,
+    (:data:`ETC_ALLOWLIST`), private ``/proc`` (its ``sys`` read-only), ``/dev``, ``/dev/shm`` and
+    ``/tmp`` (``tmp_bytes``), the workspace read-write at ``/testbed`` (the working directory,
+    ``nosuid``, ``nodev``), everything else read-only and empty (the host's home, ``/root``,
+    ``/tmp`` and project directories are invisible). All namespaces are unshared (no network; own
+    PID namespace, so every process of the command dies with it; own user namespace),
+    capabilities are dropped, the environment holds only ``PATH`` (the interpreter's ``bin``
+    first, so ``python`` and ``pytest`` are the host's), ``HOME=/tmp``, ``LANG=C.UTF-8``,
     ``PYTHONDONTWRITEBYTECODE=1``, ``PAGER=cat``, ``TQDM_DISABLE=1`` and ``env``.
+
+    When the host process is root, the command runs as the unprivileged host uid/gid ``uid`` (no
+    supplementary groups, no capabilities, ``no_new_privs``: bwrap sets up the sandbox as root,
+    then ``setpriv`` drops to ``uid`` before the command starts), so the sandbox's user is never
+    root on the host; a workspace not owned by ``uid`` is given to it first
+    (:class:`~agentenvs.swe.workspace.Workspace` creates it so). Otherwise commands run as the
+    caller's own uid (in a user namespace). Each command runs in its own memory cgroup of ``memory_bytes`` (swap
+    included) where this process's cgroup lets it create one, else a watchdog sums the resident
+    memory of its processes; either way the whole command is killed (exit code 137, a
+    ``[memory over ...: command killed]`` line). :attr:`caps` says which applies.
 
     Args:
         limits: resource caps (:class:`Limits`).
         bwrap: the bubblewrap executable.
+        uid: host uid and gid of the sandbox when this process is root; default
+            :data:`~agentenvs.swe.workspace.SANDBOX_ID`.
     """
 
     kind = "bwrap"
     isolated = True
     drain_seconds = 5.0
 
-    def __init__(self, limits: Limits | None = None, *, bwrap: str = "bwrap") -> None:
+    def __init__(
+        self, limits: Limits | None = None, *, bwrap: str = "bwrap", uid: int = SANDBOX_ID
+    ) -> None:
         super().__init__(limits)
         found = shutil.which(bwrap)
         if found is None:
             raise RuntimeError(f"{bwrap!r} not found: apt-get install bubblewrap")
         self.bwrap = found
+        self.user = (uid, uid) if os.geteuid() == 0 else None
+        self._drop = ""
+        if self.user is not None:
+            setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+            if setpriv is None:
+                raise RuntimeError("BwrapSandbox as root needs setpriv: apt-get install util-linux")
+            self._drop = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups "
+            self._drop += "--inh-caps=-all --bounding-set=-all "
         self._etc = _etc_copy()
         self._cleanup_etc = weakref.finalize(self, shutil.rmtree, self._etc, True)
         self._prefix_args, path = self._static_args()
+        self._cgroups = _memory_cgroups()
         self._env = {
             "PATH": ":".join(path),
             "HOME": "/tmp",
@@ -615,6 +715,15 @@ class BwrapSandbox(_ProcessSandbox):
             "PAGER": "cat",
             "TQDM_DISABLE": "1",
         }
+
+    @property
+    def caps(self) -> Caps:
+        return Caps(
+            host_uid=self.user[0] if self.user is not None else os.geteuid(),
+            memory="cgroup" if self._cgroups is not None else "watchdog",
+            disk="tmpfs" if tmpfs_available() else "watchdog",
+            host_paths_hidden=tmpfs_available(),
+        )
 
     def _static_args(self) -> tuple[list[str], list[str]]:
         """The workspace-independent part of the bwrap command line, and the PATH entries."""
@@ -628,31 +737,80 @@ class BwrapSandbox(_ProcessSandbox):
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
         prefixes, path = _interpreter_paths()
         for prefix in prefixes:
-            args += ["--ro-bind", prefix, prefix]
+            args += _bind_args("--ro-bind", prefix, prefix)
         for private in _private_paths(["/usr", *prefixes]):
             args += ["--tmpfs", private, "--remount-ro", private]
-        args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-        return args, path
+        if self.user is None:
+            args += ["--unshare-all"]
+        else:  # no user namespace (it would map root to root), and what the wrapper needs to
+            # enter the 0700 workspace and drop to the sandbox user (the drop clears them all)
+            args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+            args += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_OVERRIDE"):
+                args += ["--cap-add", cap]
+        args += ["--die-with-parent", "--new-session"]
+        return (args + ["--cap-drop", "ALL"] if self.user is None else args), path
+
+    @contextlib.contextmanager
+    def _resources(self, workspace: str) -> Iterator[str | None]:
+        """The command's memory cgroup (its path), if any; a workspace that the sandbox user
+        does not own is given to it first."""
+        if self.user is not None and os.stat(workspace).st_uid != self.user[0]:
+            own_tree(workspace, self.user)
+        cgroup = None
+        try:
+            if self._cgroups is not None:
+                cgroup = self._cgroups.create(self.limits.memory_bytes)
+            yield cgroup
+        finally:
+            if cgroup is not None and self._cgroups is not None:
+                self._cgroups.remove(cgroup)
 
     def _popen_args(
-        self, command: str, workspace: str, env: Mapping[str, str] | None, timeout: float
+        self,
+        command: str,
+        workspace: str,
+        env: Mapping[str, str] | None,
+        timeout: float,
+        resources: str | None,
     ) -> tuple[list[str], str | None, dict[str, str]]:
-        argv = self._prefix_args + ["--bind", workspace, "/testbed", "--chdir", "/testbed"]
+        argv = list(self._prefix_args)
+        if resources is not None:  # join the memory cgroup, then become bwrap
+            procs = os.path.join(resources, "cgroup.procs")
+            argv[:0] = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
+        argv += ["--bind", workspace, "/testbed"]
         # Remount the sandbox's root and /dev read-only last: writes there would fill RAM.
         argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
         for key, value in {**self._env, **(env or {})}.items():
             argv += ["--setenv", key, value]
-        script = f'{self.limits.ulimit(timeout)} || exit 126; exec bash -c "$1"'
+        # cd before the drop: bwrap's own chdir comes after it gave up the capabilities.
+        script = f"{self.limits.ulimit(timeout)} && cd /testbed || exit 126; "
+        script += f'exec {self._drop}bash -c "$1"'
         return argv + ["bash", "-c", script, "bash", command], None, {}
 
-    def _counter(self, process: subprocess.Popen[bytes]) -> Callable[[], int] | None:
-        return _NamespaceCounter(process.pid)
+    def _probe(
+        self, process: subprocess.Popen[bytes], resources: str | None
+    ) -> Callable[[], str | None]:
+        """Kill on an out-of-memory kill in the cgroup, too many processes, or (without a
+        cgroup) too much summed resident memory."""
+        counter, limits, cgroups = _NamespaceCounter(process.pid), self.limits, self._cgroups
+        cgroup = resources
+
+        def probe() -> str | None:
+            if cgroup is not None and cgroups is not None and cgroups.oom_killed(cgroup):
+                return "memory"
+            count, rss = counter.sample(rss=cgroup is None)
+            if count > limits.processes:
+                return "processes"
+            return "memory" if rss > limits.memory_bytes else None
+
+        return probe
 
     def bound(self, binds: Sequence[Bind]) -> tuple[Sandbox, list[str]]:
         box = copy(self)
         for b in binds:
-            box._prefix_args = [*box._prefix_args, "--bind" if b.writable else "--ro-bind"]
-            box._prefix_args += [b.source, b.target]
+            option = "--bind" if b.writable else "--ro-bind"
+            box._prefix_args = [*box._prefix_args, *_bind_args(option, b.source, b.target)]
         return box, [b.target for b in binds]
 
     def _after(self, process: subprocess.Popen[bytes], env: Mapping[str, str]) -> None:
@@ -665,6 +823,154 @@ class BwrapSandbox(_ProcessSandbox):
                 select.select([pidfd], [], [], self.drain_seconds)
             finally:
                 os.close(pidfd)
+
+
+class _MemoryCgroups:
+    """Creates a memory cgroup per command under this process's own cgroup (v1 ``memory``
+    hierarchy or v2 with the ``memory`` controller delegated), with swap capped too.
+
+    A used cgroup is removed lazily (its last processes may take a moment to go): each
+    :meth:`create` removes those that are empty by then, and :meth:`sweep` at exit the rest.
+    """
+
+    _names = itertools.count()
+
+    def __init__(self, base: str, v2: bool) -> None:
+        self.base, self.v2 = base, v2
+        self._used: list[str] = []
+        self._lock = threading.Lock()
+
+    def create(self, limit: int) -> str:
+        """A fresh cgroup of ``limit`` bytes; its path."""
+        self.sweep()
+        path = os.path.join(self.base, f"agentenvs-{os.getpid()}-{next(self._names)}")
+        os.mkdir(path)
+        try:
+            if self.v2:
+                files = [("memory.max", limit), ("memory.swap.max", 0), ("memory.oom.group", 1)]
+            else:
+                files = [("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)]
+            for name, value in files:
+                if os.path.exists(os.path.join(path, name)):
+                    with open(os.path.join(path, name), "w") as handle:
+                        handle.write(str(value))
+        except OSError:
+            self.remove(path)
+            raise
+        return path
+
+    def oom_killed(self, path: str) -> bool:
+        """Whether the kernel killed a process of the cgroup for lack of memory."""
+        name = "memory.events" if self.v2 else "memory.oom_control"
+        try:
+            with open(os.path.join(path, name)) as handle:
+                for line in handle:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value) > 0
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def remove(self, path: str) -> None:
+        """Remove the cgroup once its last process is gone (now or at a later :meth:`sweep`)."""
+        with self._lock:
+            self._used.append(path)
+        self.sweep()
+
+    def sweep(self, seconds: float = 0.0) -> None:
+        """Remove the used cgroups that are empty, retrying for up to ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while True:
+            with self._lock:
+                self._used = [path for path in self._used if not _rmdir(path)]
+                if not self._used or time.monotonic() >= deadline:
+                    return
+            time.sleep(0.05)
+
+    @staticmethod
+    def locate() -> tuple[str, bool] | None:
+        """``(directory of this process's memory cgroup, is v2)``, if there is one."""
+        try:
+            with open("/proc/self/cgroup") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            if "memory" in controllers.split(","):
+                return f"/sys/fs/cgroup/memory{path}", False
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                base = mount + path.rstrip("/")
+                try:
+                    with open(os.path.join(base, "cgroup.subtree_control")) as handle:
+                        delegated = "memory" in handle.read().split()
+                except OSError:
+                    continue
+                if not controllers and delegated:
+                    return base, True
+        return None
+
+
+def _rmdir(path: str) -> bool:
+    """Remove an empty directory (a cgroup); whether it is gone."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _memory_cgroups() -> _MemoryCgroups | None:
+    """Per-command memory cgroups, if this host lets this process make one and move a process
+    into it: probed once by really doing it."""
+    found = _MemoryCgroups.locate()
+    if found is None or not os.access(found[0], os.W_OK):
+        return None
+    cgroups = _MemoryCgroups(*found)
+    try:
+        path = cgroups.create(2**30)
+    except OSError:
+        return None
+    try:
+        joined = subprocess.run(
+            ["/bin/sh", "-c", 'echo $$ > "$0"', os.path.join(path, "cgroup.procs")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    finally:
+        cgroups.remove(path)
+    if joined.returncode != 0:
+        return None
+    atexit.register(cgroups.sweep, 2.0)
+    return cgroups
+
+
+def _bind_args(option: str, source: str, target: str) -> list[str]:
+    """bwrap arguments binding ``source`` at ``target`` (``option``: ``--bind``/``--ro-bind``),
+    first making each directory above ``target`` with mode 0755: bwrap would make them 0700 and
+    root's, which the sandbox user cannot enter when the host is root. Use it for every bind.
+
+    >>> " ".join(_bind_args("--ro-bind", "/x", "/run/a/b"))
+    '--perms 0755 --dir /run --perms 0755 --dir /run/a --ro-bind /x /run/a/b'
+    """
+    parts = target.strip("/").split("/")[:-1]
+    args = []
+    for i in range(len(parts)):
+        parent = "/" + "/".join(parts[: i + 1])
+        if parent != "/usr" and not parent.startswith("/usr/"):  # /usr is bound read-only
+            args += ["--perms", "0755", "--dir", parent]
+    return args + [option, source, target]
 
 
 def _could_not_fork(result: CommandResult, merged: bool) -> bool:
@@ -711,25 +1017,37 @@ def _init_pid(bwrap_pid: int) -> int | None:
 
 
 class _NamespaceCounter:
-    """Counts the processes of a bwrap sandbox's PID namespace through its init's ``/proc``."""
+    """Counts the processes of a bwrap sandbox's PID namespace through its init's ``/proc`` (and
+    sums their resident memory)."""
 
     def __init__(self, bwrap_pid: int) -> None:
         self.bwrap_pid = bwrap_pid
         self.proc: str | None = None
 
-    def __call__(self) -> int:
+    def sample(self, rss: bool = False) -> tuple[int, int]:
+        """``(processes, their summed resident memory in bytes if rss else 0)``."""
         if self.proc is None:
             init = _init_pid(self.bwrap_pid)
             try:
                 if init is None or os.path.samefile(f"/proc/{init}/root", "/"):
-                    return 0  # not started, or bwrap has not switched to the sandbox's root yet
+                    return 0, 0  # not started, or bwrap has not switched to the sandbox's root
             except OSError:
-                return 0
+                return 0, 0
             self.proc = f"/proc/{init}/root/proc"
         try:
-            return sum(name.isdigit() for name in os.listdir(self.proc))
+            pids = [name for name in os.listdir(self.proc) if name.isdigit()]
         except OSError:
-            return 0
+            return 0, 0
+        return len(pids), sum(_resident(f"{self.proc}/{pid}") for pid in pids) if rss else 0
+
+
+def _resident(proc: str) -> int:
+    """Resident memory of the process whose ``/proc`` directory is ``proc``, bytes (0 if gone)."""
+    try:
+        with open(f"{proc}/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 #: ``LocalSandbox`` warns once per process.
@@ -781,8 +1099,22 @@ class LocalSandbox(_ProcessSandbox):
             "TQDM_DISABLE": "1",
         }
 
+    @property
+    def caps(self) -> Caps:
+        return Caps(
+            host_uid=os.geteuid(),
+            memory="rlimit",
+            disk="tmpfs" if tmpfs_available() else "watchdog",
+            host_paths_hidden=False,
+        )
+
     def _popen_args(
-        self, command: str, workspace: str, env: Mapping[str, str] | None, timeout: float
+        self,
+        command: str,
+        workspace: str,
+        env: Mapping[str, str] | None,
+        timeout: float,
+        resources: Any,
     ) -> tuple[list[str], str | None, dict[str, str]]:
         token = secrets.token_hex(8)
         environment = {**self._env, **(env or {}), "AGENTENVS_SANDBOX_RUN": token}
@@ -863,6 +1195,15 @@ class DockerSandbox(Sandbox):
         self._container: Any = None
         self._mounted: str | None = None
         self._binds: tuple[Bind, ...] = ()
+
+    @property
+    def caps(self) -> Caps:
+        return Caps(
+            host_uid=None,
+            memory="cgroup",
+            disk="tmpfs" if tmpfs_available() else "watchdog",
+            host_paths_hidden=tmpfs_available(),
+        )
 
     def _container_for(self, workspace: str) -> Any:
         if self._container is not None and self._mounted == workspace:
