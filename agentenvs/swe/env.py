@@ -78,6 +78,7 @@ PROGRESS_MODES = ("off", "on_change")
 MAX_OBSERVATION_CHARS = 2 * 2**20 + 65_536
 
 _OUTSIDE_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @functools.cache
@@ -311,7 +312,7 @@ class SWEEnv(TextAgentEnv[str]):
             info["patch"] = self._patch()
             info["won"] = bool(self._won)
             self._discard_workspace()
-        return obs, reward, terminated, truncated, info
+        return obs, reward, terminated, truncated, _printable(info)
 
     def close(self) -> None:
         self._discard_workspace()
@@ -405,6 +406,23 @@ class SWEEnv(TextAgentEnv[str]):
 
     def _render_text(self) -> str:
         return f"[{self.task_id} step {self._steps}]\n{self._obs}"
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (in dicts, lists and tuples) replaced by
+    U+FFFD, so ``info`` encodes as UTF-8 and JSON: file names that are not UTF-8 reach Python as
+    ``os.fsdecode``'s surrogates (in ``fs_changes``, listings, signatures)."""
+    if isinstance(value, str):
+        return (
+            value
+            if value.isascii() or not _SURROGATE.search(value)
+            else _SURROGATE.sub("\ufffd", value)
+        )
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_printable(v) for v in value)
+    return value
 
 
 def _may_write(call: ToolCall) -> bool:
