@@ -123,7 +123,7 @@ _EDITOR_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 _FUNCTION = re.compile(r"<function\s*=\s*([^<>]+)>", re.DOTALL)
 _PARAMETER = re.compile(r"<parameter\s*=\s*([^<>]+)>(.*?)</parameter>", re.DOTALL)
 _PARAMETER_END = "</parameter>"
-_SURROGATE = re.compile("[\ud800-\udbff]")
+_SURROGATE = re.compile("[\ud800-\udc7f]")
 _BASH_KEPT_LINES = 40
 _DIVIDER = "-" * 50
 _AUTO_CONCISE_LINES = 110
