@@ -162,11 +162,21 @@ def test_nul_bytes_and_surrogates_in_file_editor_arguments(textkit_task, private
                 old_str="\x00",
                 new_str="y",
             ),
+            call(
+                "file_editor",
+                command="str_replace",
+                path="/testbed/textkit/core.py",
+                old_str="\udcff\ud800",
+                new_str="\udcfe",
+            ),
         ],
     )
     (nul_path, info), (unencodable, _), (nul_search, _), (created, _), (view, _), (replace, _) = (
-        steps
+        steps[:6]
     )
+    surrogate_edit, surrogate_info = steps[6]
+    assert "ERROR: No occurrences of '\ufffd\ufffd'" in surrogate_edit
+    assert surrogate_info["action_key"].startswith("modify:replace:")  # hashed, not raised
     assert "ERROR: The path holds a NUL byte" in nul_path and not info["fs_changes"]
     assert "ERROR: The path holds characters that no file name can hold" in unencodable
     assert "ERROR: The path holds a NUL byte" in nul_search

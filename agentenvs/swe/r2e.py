@@ -123,7 +123,8 @@ _EDITOR_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 _FUNCTION = re.compile(r"<function\s*=\s*([^<>]+)>", re.DOTALL)
 _PARAMETER = re.compile(r"<parameter\s*=\s*([^<>]+)>(.*?)</parameter>", re.DOTALL)
 _PARAMETER_END = "</parameter>"
-_SURROGATE = re.compile("[\ud800-\udc7f]")
+#: Characters ``os.fsencode`` cannot turn into bytes (it maps only ``\\udc80``-``\\udcff`` back).
+_UNENCODABLE = re.compile("[\ud800-\udc7f]")
 _BASH_KEPT_LINES = 40
 _DIVIDER = "-" * 50
 _AUTO_CONCISE_LINES = 110
@@ -265,7 +266,7 @@ class _Workspace:
     def outside(self, given: str) -> str:
         if "\x00" in given:
             return "The path holds a NUL byte, which no file name can contain."
-        if _SURROGATE.search(given):
+        if _UNENCODABLE.search(given):
             return "The path holds characters that no file name can hold (lone surrogates)."
         return (
             f"The path '{given}' is outside the repository. "
