@@ -20,6 +20,7 @@ import socket
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -505,7 +506,8 @@ def fuzz(task: SWETask, toolset: str, n: int, seed: int) -> tuple[list[str], flo
         try:
             return action()
         except Exception as exc:  # noqa: BLE001 - counting them is the point
-            errors.append(f"{what}: {type(exc).__name__}: {exc}"[:300])
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            errors.append(f"{what}: {type(exc).__name__}: {exc} at {where.filename}:{where.lineno}")
             return None
 
     env = SWEEnv(

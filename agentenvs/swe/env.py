@@ -385,7 +385,11 @@ class SWEEnv(TextAgentEnv[str]):
     def _patch(self) -> str:
         if self._workspace is None or self.task is None:
             return ""
-        return git_diff(self._workspace.path, exclude=self.task.test_files_hidden)
+        try:
+            return git_diff(self._workspace.path, exclude=self.task.test_files_hidden)
+        except OSError as error:  # git could not start (e.g. the host briefly out of processes)
+            warnings.warn(f"no patch: git could not run: {error}", stacklevel=2)
+            return ""
 
     def _with_budget(self, observation: str) -> str:
         if not self.step_budget_message:
