@@ -147,7 +147,8 @@ def test_mini_toolset_episode(textkit_task):
     env.close()
 
 
-def test_episodes_leave_nothing_behind(textkit_task):
+def test_episodes_leave_nothing_behind(textkit_task, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # others may share the system one
     temp = Path(tempfile.gettempdir())
     before = set(temp.glob("agentenvs-swe-*"))
     env = SWEEnv([textkit_task], split="test")

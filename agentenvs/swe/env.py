@@ -79,6 +79,7 @@ PROGRESS_MODES = ("off", "on_change")
 MAX_OBSERVATION_CHARS = 2 * 2**20 + 65_536
 
 _OUTSIDE_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @functools.cache
@@ -313,7 +314,7 @@ class SWEEnv(TextAgentEnv[str]):
             info["patch"] = self._patch()
             info["won"] = bool(self._won)
             self._discard_workspace()
-        return obs, reward, terminated, truncated, info
+        return obs, reward, terminated, truncated, _printable(info)
 
     def close(self) -> None:
         self._discard_workspace()
@@ -379,13 +380,13 @@ class SWEEnv(TextAgentEnv[str]):
         assert self.task is not None
         try:
             reason = apply_diff(tree, self._submission())
-        except RuntimeError as error:  # git refused the workspace's index (should not happen)
-            reason = str(error)
-        if reason:
-            return f"the submission's diff did not apply: {reason}"
-        if self.task.test_patch:
-            reason = apply_diff(tree, self.task.test_patch.encode())
-            return reason and f"the test patch did not apply: {reason}"
+            if reason:
+                return f"the submission's diff did not apply: {reason}"
+            if self.task.test_patch:
+                reason = apply_diff(tree, self.task.test_patch.encode())
+                return reason and f"the test patch did not apply: {reason}"
+        except (RuntimeError, OSError) as error:  # git refused, or could not start (host out of
+            return f"the submission could not be built: {error}"  # processes): grades 0
         return ""
 
     def _restored_paths(self) -> list[str]:
@@ -418,7 +419,7 @@ class SWEEnv(TextAgentEnv[str]):
             diff = tree_diff(
                 self._prepared.snapshot, self._workspace.path, exclude=self.task.test_files_hidden
             )
-        except RuntimeError as error:
+        except (RuntimeError, OSError) as error:  # git refused, or could not start
             return f"[no patch: {error}]"
         return diff.decode("utf-8", "replace")
 
@@ -441,6 +442,23 @@ class SWEEnv(TextAgentEnv[str]):
 
     def _render_text(self) -> str:
         return f"[{self.task_id} step {self._steps}]\n{self._obs}"
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (in dicts, lists and tuples) replaced by
+    U+FFFD, so ``info`` encodes as UTF-8 and JSON: file names that are not UTF-8 reach Python as
+    ``os.fsdecode``'s surrogates (in ``fs_changes``, listings, signatures)."""
+    if isinstance(value, str):
+        return (
+            value
+            if value.isascii() or not _SURROGATE.search(value)
+            else _SURROGATE.sub("\ufffd", value)
+        )
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_printable(v) for v in value)
+    return value
 
 
 def _may_write(call: ToolCall) -> bool:

@@ -35,6 +35,15 @@ SDK choices in both modes: directory listings and search results are sorted by n
 matches the term as a fixed substring (R2E's single-file mode runs ``grep`` with a basic regular
 expression); errors are ``ERROR: {message}`` without R2E's occasional leading empty line; missing
 or garbled parameters get explicit errors where R2E's scripts would crash.
+Function and parameter names end at ``<`` (R2E: at ``>``), which keeps parsing linear in the
+response's length.
+
+Odd input never raises: file names and contents that are not UTF-8 are shown with U+FFFD for
+each invalid byte (``errors="replace"``; the edit commands refuse such files, ``view`` and
+``search`` show them); a path holding a NUL byte, a name the file system cannot encode or a link
+chain too long to resolve is an ``ERROR:`` line; FIFOs, sockets and device files are never
+opened (``view`` and edits refuse them, ``search`` skips them); listings and searches walk trees of
+any depth.
 
 >>> parse_call("I look first.\\n<function=str_replace_editor>\\n"
 ...            "<parameter=command>view</parameter>\\n<parameter=path>/testbed</parameter>\\n</function>")
@@ -52,7 +61,7 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -109,8 +118,14 @@ BLOCKED = ("cd", "ipython", "jupyter", "pip", "nohup")
 
 _DEFAULT_BLOCKED = tuple(word for word in BLOCKED if word != "cd")
 _EDITOR_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
-_FUNCTION = re.compile(r"<function\s*=\s*([^>]+)>", re.DOTALL)
-_PARAMETER = re.compile(r"<parameter\s*=\s*([^>]+)>(.*?)</parameter>", re.DOTALL)
+# Names stop at ``<`` and values are searched only up to the last ``</parameter>``: the scans
+# stay linear in the response's length (R2E's ``[^>]+`` names took seconds on 100 kB of
+# unclosed tags).
+_FUNCTION = re.compile(r"<function\s*=\s*([^<>]+)>", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter\s*=\s*([^<>]+)>(.*?)</parameter>", re.DOTALL)
+_PARAMETER_END = "</parameter>"
+#: Characters ``os.fsencode`` cannot turn into bytes (it maps only ``\\udc80``-``\\udcff`` back).
+_UNENCODABLE = re.compile("[\ud800-\udc7f]")
 _BASH_KEPT_LINES = 40
 _DIVIDER = "-" * 50
 _AUTO_CONCISE_LINES = 110
@@ -166,12 +181,13 @@ def parse_call(response: str, *, compat: bool = False) -> tuple[str, dict[str, s
         return None
     name = function.group(1).strip()
     params: dict[str, str] = {}
+    end = response.rfind(_PARAMETER_END) + len(_PARAMETER_END)
     if compat:
-        for key, value in _PARAMETER.findall(response):
+        for key, value in _PARAMETER.findall(response, 0, end):
             params[key.strip()] = value.strip()
     else:
         pos = function.end()
-        while (match := _PARAMETER.search(response, pos)) is not None:
+        while (match := _PARAMETER.search(response, pos, end)) is not None:
             gap = response[pos : match.start()]
             if "</function>" in gap or _FUNCTION.search(gap):
                 break
@@ -230,14 +246,15 @@ class _Workspace:
         self.repo_root = posixpath.normpath(repo_root)
 
     def locate(self, given: str) -> str | None:
-        """The real host path of ``given``, or ``None`` when it lies outside the workspace."""
+        """The real host path of ``given``, or ``None`` when it lies outside the workspace or
+        cannot be resolved (see :func:`_realpath`)."""
         if "\x00" in given:
             return None
         full = posixpath.normpath(posixpath.join(self.repo_root, given))
         if full != self.repo_root and not full.startswith(self.repo_root.rstrip("/") + "/"):
             return None
-        real = os.path.realpath(os.path.join(self.root, posixpath.relpath(full, self.repo_root)))
-        return real if self.inside(real) else None
+        real = _realpath(os.path.join(self.root, posixpath.relpath(full, self.repo_root)))
+        return real if real is not None and self.inside(real) else None
 
     def inside(self, real: str) -> bool:
         return real == self.root or real.startswith(self.root.rstrip(os.sep) + os.sep)
@@ -248,6 +265,10 @@ class _Workspace:
         return self.repo_root if rel == "." else posixpath.join(self.repo_root, *rel.split(os.sep))
 
     def outside(self, given: str) -> str:
+        if "\x00" in given:
+            return "The path holds a NUL byte, which no file name can contain."
+        if _UNENCODABLE.search(given):
+            return "The path holds characters that no file name can hold (lone surrogates)."
         return (
             f"The path '{given}' is outside the repository. "
             f"File tools only work on paths under {self.repo_root}."
@@ -256,6 +277,16 @@ class _Workspace:
     def sanitize(self, message: str) -> str:
         """Replace the host root by the agent's view of it."""
         return message.replace(self.root, self.repo_root)
+
+
+def _realpath(path: str) -> str | None:
+    """``os.path.realpath``, or ``None`` for a path it cannot resolve: a name the file system
+    cannot encode (a lone high surrogate) or a chain of links deeper than Python's recursion
+    limit (``realpath`` follows links recursively)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def _is_regular(real: str) -> bool:
@@ -423,8 +454,8 @@ class FileEditor:
         def visit(name: str, path: str, depth: int) -> None:
             if "/." in name:  # -not -path '*/.*' (everything below a hidden path is hidden too)
                 return
-            target = os.path.realpath(path)
-            is_dir = self.workspace.inside(target) and os.path.isdir(target)
+            target = _realpath(path)
+            is_dir = target is not None and self.workspace.inside(target) and os.path.isdir(target)
             base = posixpath.basename(name)
             if not self.python_only or is_dir or fnmatch.fnmatchcase(base, "*.py"):
                 found.append(name)
@@ -649,24 +680,21 @@ def search(
     if not os.path.isdir(real):
         return f"Directory '{shown}' not found or not a directory.\n", False
     counts: dict[str, int] = {}
-    for folder, dirs, files in os.walk(real):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if name.startswith(".") or (python_only and not name.endswith(".py")):
-                continue
-            path = os.path.join(folder, name)
-            target = os.path.realpath(path)
-            if not workspace.inside(target) or not _is_regular(target):
-                continue
-            try:
-                data = Path(target).read_bytes()
-            except OSError:
-                continue
-            text = data.decode("utf-8", errors="ignore")
-            if term in text:
-                count = sum(term in line for line in _universal_lines(text))
-                if count:
-                    counts[os.path.relpath(path, workspace.root)] = count
+    for path in _tree_files(real):
+        if python_only and not path.endswith(".py"):
+            continue
+        target = _realpath(path)
+        if target is None or not workspace.inside(target) or not _is_regular(target):
+            continue
+        try:
+            data = Path(target).read_bytes()
+        except OSError:
+            continue
+        text = data.decode("utf-8", errors="ignore")
+        if term in text:
+            count = sum(term in line for line in _universal_lines(text))
+            if count:
+                counts[os.path.relpath(path, workspace.root)] = count
     if not counts:
         return f'No matches found for "{term}" in {shown}\n', True
     if len(counts) > 100:
@@ -679,6 +707,29 @@ def search(
     lines += [f"./{Path(rel).as_posix()} ({count} matches)" for rel, count in counts.items()]
     lines.append(f'End of matches for "{term}" in {shown}')
     return "".join(f"{line}\n" for line in lines), True
+
+
+def _tree_files(top: str) -> Iterator[str]:
+    """The paths of the non-hidden non-directories under ``top`` in ``os.walk``'s order with
+    sorted names (a directory's files, then its subdirectories; links to directories are yielded,
+    not entered), without recursion, so any depth works; unreadable directories are skipped."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        subdirs = []
+        for name in names:
+            if name.startswith("."):
+                continue
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                subdirs.append(path)
+            else:
+                yield path
+        stack.extend(reversed(subdirs))
 
 
 def _universal_lines(text: str) -> list[str]:

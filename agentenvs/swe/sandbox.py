@@ -77,6 +77,7 @@ __all__ = [
     "DockerSandbox",
     "bwrap_available",
     "make_sandbox",
+    "MAX_COMMAND_BYTES",
     "SANDBOX_KINDS",
 ]
 
@@ -353,7 +354,9 @@ class Sandbox(ABC):
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         """Run ``bash -c command`` in ``workspace`` (seen as ``/testbed`` where the sandbox can map
-        it) and return what it did; a workspace already over its size cap is refused.
+        it) and return what it did; a workspace already over its size cap is refused, and a
+        command holding a NUL byte or over :data:`MAX_COMMAND_BYTES` is not run (exit code 2,
+        the reason in its output).
 
         Args:
             command: the shell command.
@@ -363,6 +366,10 @@ class Sandbox(ABC):
             merge_stderr: send standard error into ``stdout`` (in order); ``stderr`` is empty.
             env: extra environment variables on top of the sandbox's minimal environment.
         """
+        unusable = _unusable_command(command)
+        if unusable is not None:
+            text = f"bash: {unusable}\n"
+            return CommandResult(2, *((text, "") if merge_stderr else ("", text)))
         workspace = os.path.realpath(workspace)
         refused = self._refusal(workspace)
         if refused is not None:
@@ -430,6 +437,30 @@ class Sandbox(ABC):
             truncated=out.truncated or (err is not None and err.truncated),
             seconds=seconds,
         )
+
+
+#: Longest command :meth:`Sandbox.run` accepts, bytes (UTF-8): Linux's limit on one argument of a
+#: new process (``MAX_ARG_STRLEN``, 128 KiB), less a margin for the wrapper script.
+MAX_COMMAND_BYTES = 128 * 2**10 - 2**10
+
+
+def _unusable_command(command: str) -> str | None:
+    """Why ``command`` cannot be handed to ``bash -c`` (exit code 2, as bash's usage errors), or
+    ``None``: a NUL byte (no process argument can hold one), characters with no byte form (lone
+    high surrogates; the low ones ``\udc80``-``\udcff`` stand for raw bytes, as ``os.fsencode``
+    reads them), or more than :data:`MAX_COMMAND_BYTES` bytes."""
+    if "\x00" in command:
+        return "the command holds a NUL byte (\\0), which no command line can contain: not run"
+    try:
+        size = len(command.encode("utf-8", errors="surrogateescape"))
+    except UnicodeEncodeError:
+        return "the command holds characters that have no byte encoding (lone surrogates): not run"
+    if size > MAX_COMMAND_BYTES:
+        return (
+            f"the command is {size} bytes long, over the {MAX_COMMAND_BYTES}-byte limit of one "
+            "command line: not run (write long scripts to a file first)"
+        )
+    return None
 
 
 def _killpg(pgid: int) -> None:

@@ -134,7 +134,8 @@ def render_buckets(buckets: Sequence[int]) -> str:
 
 
 def _md5_prefix(text: str, length: int) -> str:
-    return hashlib.md5(text.encode("utf-8")).hexdigest()[:length]
+    # surrogatepass: an edit string may hold lone surrogates (bytes that are not UTF-8)
+    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
 def hash4(old: str, new: str) -> str:

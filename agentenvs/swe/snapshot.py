@@ -122,6 +122,7 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
         env={**os.environ, **_GIT_ENV, **(env or {})},
         capture_output=True,
         text=True,
+        errors="replace",
         check=False,
     )
     if result.returncode:

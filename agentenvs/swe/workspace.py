@@ -57,28 +57,89 @@ _TMPFS_ROOTS: set[str] = set()
 _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 
 
-def _walk(top: str, exclude: Iterable[str] = ()) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Yield ``(relative POSIX path, entry)`` for every non-directory under ``top``.
+#: Longest path handed to one system call when walking a tree, bytes: deeper directories are
+#: reached in hops of at most this many bytes from an open directory (Linux's ``PATH_MAX`` is 4096).
+_HOP_BYTES = 2048
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-    Symbolic links are yielded, never followed; unreadable directories are skipped; top-level
-    names in ``exclude`` are left out.
-    """
+
+#: A directory below a walked tree's top: its relative path cut at ``/`` into pieces ("hops") of
+#: at most :data:`_HOP_BYTES` bytes each (``()`` is the top itself).
+Hops = tuple[str, ...]
+
+
+def _child(hops: Hops, name: str) -> Hops:
+    """The hops of the entry ``name`` of the directory ``hops``."""
+    if hops and len(os.fsencode(hops[-1])) + 1 + len(os.fsencode(name)) <= _HOP_BYTES:
+        return (*hops[:-1], f"{hops[-1]}/{name}")
+    return (*hops, name)
+
+
+def _open_dir(top: str, hops: Hops) -> int:
+    """A file descriptor of the directory ``top/hops``, opened one hop at a time so that any
+    depth works without ``ENAMETOOLONG``; the last component of each hop is not followed if it
+    is a link.
+
+    The env walks a workspace only between commands, when no process of the agent is left to
+    swap a directory for a link mid-walk."""
+    fd = os.open(top, _DIR_FLAGS)
+    try:
+        for hop in hops:
+            next_fd = os.open(hop, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _scan(
+    top: str, exclude: Iterable[str] = ()
+) -> Iterator[tuple[Hops, int, list[os.DirEntry[str]]]]:
+    """Yield ``(directory hops, its open fd, its entries)`` for every directory under ``top``
+    (``top`` itself first, as ``()``), parents before children, without recursion or following
+    symbolic links. The fd is valid until the next item is requested; unreadable directories are
+    skipped; top-level names in ``exclude`` are left out."""
     skip = set(exclude)
-    stack = [("", top)]
+    stack: list[Hops] = [()]
     while stack:
-        prefix, directory = stack.pop()
+        hops = stack.pop()
         try:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    rel = prefix + entry.name
-                    if not prefix and entry.name in skip:
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append((rel + "/", entry.path))
-                    else:
-                        yield rel, entry
+            fd = _open_dir(top, hops)
         except OSError:
             continue
+        try:
+            with os.scandir(fd) as listing:
+                entries = [e for e in listing if hops or e.name not in skip]
+        except OSError:
+            os.close(fd)
+            continue
+        try:
+            yield hops, fd, entries
+        finally:
+            os.close(fd)
+        stack.extend(_child(hops, e.name) for e in entries if _is_dir(e))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _walk(top: str, exclude: Iterable[str] = ()) -> Iterator[tuple[str, int, os.DirEntry[str]]]:
+    """Yield ``(relative POSIX path, parent directory fd, entry)`` for every non-directory under
+    ``top`` (see :func:`_scan`); the fd is valid until the next item is requested.
+
+    Names are ``os.fsdecode``'d (bytes that are not UTF-8 become lone surrogates, which
+    ``os.fsencode`` turns back into the same bytes)."""
+    for hops, fd, entries in _scan(top, exclude):
+        prefix = "/".join((*hops, ""))
+        for entry in entries:
+            if not _is_dir(entry):
+                yield prefix + entry.name, fd, entry
 
 
 def tree_bytes(top: str | os.PathLike[str]) -> int:
@@ -88,24 +149,18 @@ def tree_bytes(top: str | os.PathLike[str]) -> int:
     sparse files, directories and empty files all count. Links are not followed; unreadable
     directories are skipped.
     """
-    total, seen, stack = 0, set(), [os.fspath(top)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(entry.path)
-                    if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
-                        if st.st_ino in seen:
-                            continue
-                        seen.add(st.st_ino)
-                    total += max(st.st_size, st.st_blocks * 512, INODE_BYTES)
-        except OSError:
-            continue
+    total, seen = 0, set()
+    for _, _, entries in _scan(os.fspath(top)):
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
+                if st.st_ino in seen:
+                    continue
+                seen.add(st.st_ino)
+            total += max(st.st_size, st.st_blocks * 512, INODE_BYTES)
     return total
 
 
@@ -221,43 +276,137 @@ def _discard(root: str, mounted: bool) -> None:
     _remove_tree(root)
 
 
-def _sha1_file(path: str) -> str:
-    digest = hashlib.sha1()
-    with open(path, "rb") as handle:
+def _sha1_file(name: str, dir_fd: int) -> str:
+    """SHA-1 hex digest of the regular file ``name`` in ``dir_fd`` (opened without blocking or
+    following a link, so a file swapped for a FIFO or link meanwhile raises ``OSError``)."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    with open(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{name!r} is not a regular file")
+        digest = hashlib.sha1()
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
 
 
-def _make_writable(top: str) -> None:
-    """Give the owner ``rwx`` on every directory under ``top`` (so its entries can be removed)."""
-    stack = [top]
-    while stack:
-        directory = stack.pop()
+def _copy_tree(source: str, dest: str) -> None:
+    """Copy the directories, regular files and symbolic links (as links) under ``source`` into
+    the existing directory ``dest``, keeping file modes and modification times; FIFOs, sockets,
+    device files and entries that cannot be read are skipped. Works at any depth. Directory modes
+    are applied last (deepest first), so a ``0o000`` directory is filled before it is closed."""
+    modes: list[tuple[Hops, str, int]] = []
+    for hops, src_fd, entries in _scan(source):
+        dst_fd = _open_dir(dest, hops)
         try:
-            os.chmod(directory, stat.S_IRWXU)
-            with os.scandir(directory) as entries:
-                stack.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+            for entry in entries:
+                try:
+                    mode = _copy_entry(entry, src_fd, dst_fd)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(mode):
+                    modes.append((hops, entry.name, mode))
+        finally:
+            os.close(dst_fd)
+    for hops, name, mode in reversed(modes):
+        try:
+            fd = _open_dir(dest, hops)
+            try:
+                os.chmod(name, stat.S_IMODE(mode), dir_fd=fd)
+            finally:
+                os.close(fd)
         except OSError:
             continue
 
 
+def _copy_entry(entry: os.DirEntry[str], src_fd: int, dst_fd: int) -> int:
+    """Copy one directory (empty), symbolic link or regular file from ``src_fd`` to ``dst_fd``
+    (anything else is skipped); its ``st_mode``."""
+    name = entry.name
+    st = entry.stat(follow_symlinks=False)
+    if stat.S_ISDIR(st.st_mode):
+        os.mkdir(name, 0o700, dir_fd=dst_fd)
+    elif stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+    elif stat.S_ISREG(st.st_mode):
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        with open(os.open(name, flags, dir_fd=src_fd), "rb") as src:
+            if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                return 0
+            out = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600, dir_fd=dst_fd
+            )
+            with open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+                os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+                os.chmod(out, stat.S_IMODE(st.st_mode))
+    return st.st_mode
+
+
 def _remove_tree(path: str) -> None:
-    """Remove ``path`` recursively, repairing permissions the agent may have taken away."""
+    """Remove ``path`` and everything under it, at any depth and whatever the modes the agent set
+    (directories are made ``rwx`` for the owner before they are emptied); entries that still
+    cannot be removed are left (nothing raises)."""
     try:
-        shutil.rmtree(path)
-    except FileNotFoundError:
-        return
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            os.unlink(path)
+            return
+        os.chmod(path, stat.S_IRWXU)
     except OSError:
-        _make_writable(path)
-        shutil.rmtree(path, ignore_errors=True)
+        return
+    stack: list[tuple[Hops, str, bool]] = [((), "", False)]  # (parent, name, emptied)
+    while stack:
+        parent, name, emptied = stack.pop()
+        if not emptied:  # first visit: empty it, then come back once its subdirectories are gone
+            stack.append((parent, name, True))
+            hops = _child(parent, name) if name else ()
+            stack.extend((hops, sub, False) for sub in _empty_dir(path, hops))
+            continue
+        try:
+            if not name:
+                os.rmdir(path)
+                continue
+            fd = _open_dir(path, parent)
+            try:
+                os.rmdir(name, dir_fd=fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            continue
+
+
+def _empty_dir(top: str, hops: Hops) -> list[str]:
+    """Unlink every non-directory in ``top/hops`` and make its subdirectories ``rwx`` for the
+    owner; their names (none when the directory is gone or unreadable)."""
+    try:
+        fd = _open_dir(top, hops)
+    except OSError:
+        return []
+    subdirs = []
+    try:
+        with os.scandir(fd) as entries:
+            names = [(e.name, _is_dir(e)) for e in entries]
+        for name, is_dir in names:
+            try:
+                if is_dir:
+                    os.chmod(name, stat.S_IRWXU, dir_fd=fd)
+                    subdirs.append(name)
+                else:
+                    os.unlink(name, dir_fd=fd)
+            except OSError:
+                continue
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return subdirs
 
 
 class Workspace:
     """A writable, independent copy of a repository directory, removed when no longer used.
 
-    ``Workspace(source)`` copies ``source`` (symbolic links as links, ``.git`` included, file modes
-    and modification times kept, setuid/setgid bits cleared) into
+    ``Workspace(source)`` copies ``source`` (directories, regular files and symbolic links as
+    links, ``.git`` included, file modes and modification times kept, setuid/setgid bits cleared;
+    FIFOs, sockets and device files are left out, at any depth) into
     ``tempfile.mkdtemp(prefix="agentenvs-swe-", dir=parent)``. Where the host lets this process
     mount (root), that directory is its own tmpfs of ``max_bytes`` bytes and ``max_bytes //
     INODE_BYTES`` inodes (``nosuid``, ``nodev``), so the kernel enforces the disk cap on blocks and
@@ -309,7 +458,7 @@ class Workspace:
         """Copy the source into ``root``; when it does not fit the tmpfs (an error, or the tmpfs
         left full), unmount it and copy into the plain directory instead."""
         try:
-            shutil.copytree(self.source, root, symlinks=True, dirs_exist_ok=True)
+            _copy_tree(str(self.source), root)
             fits = not (self.tmpfs and workspace_full(root))
         except OSError:
             if not self.tmpfs:
@@ -362,7 +511,7 @@ class Workspace:
         """
         hashes: dict[str, str] = {}
         seen: dict[str, tuple[tuple[int, ...], str]] = {}
-        for rel, entry in _walk(str(self.path), exclude):
+        for rel, dir_fd, entry in _walk(str(self.path), exclude):
             try:
                 st = entry.stat(follow_symlinks=False)
                 stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
@@ -370,9 +519,10 @@ class Workspace:
                 if cached is not None and cached[0] == stamp:
                     digest = cached[1]
                 elif entry.is_symlink():
-                    digest = hashlib.sha1(os.fsencode(os.readlink(entry.path))).hexdigest()
+                    target = os.readlink(entry.name, dir_fd=dir_fd)
+                    digest = hashlib.sha1(os.fsencode(target)).hexdigest()
                 elif entry.is_file(follow_symlinks=False):
-                    digest = _sha1_file(entry.path)
+                    digest = _sha1_file(entry.name, dir_fd)
                 else:
                     continue
             except OSError:
@@ -395,7 +545,8 @@ class Workspace:
         return tuple(found)
 
     def copy(self, parent: str | os.PathLike[str] | None = None) -> Workspace:
-        """A new independent workspace holding the current state (e.g. for grading).
+        """A new independent workspace holding the current state (e.g. for grading): its
+        directories, regular files and links, never blocking on a FIFO the agent made.
 
         ``parent`` defaults to this workspace's ``parent``.
         """
@@ -407,6 +558,6 @@ class Workspace:
         )
 
     def cleanup(self) -> None:
-        """Remove the copy from disk (idempotent; a tmpfs is unmounted first), even if the agent
-        made files read-only."""
+        """Remove the copy from disk (idempotent; a tmpfs is unmounted first), whatever it holds:
+        read-only files, ``0o000`` directories, FIFOs and sockets, trees of any depth."""
         self._finalizer()
