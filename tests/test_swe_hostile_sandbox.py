@@ -190,12 +190,8 @@ def test_a_foreign_directory_is_given_to_the_sandbox_user(
 
 
 @pytest.mark.parametrize("enforcer", ["cgroup", "watchdog"])
-def test_memory_cap_counts_the_whole_command(
-    enforcer: str, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if enforcer == "watchdog":
-        monkeypatch.setattr(sandbox_module, "_memory_cgroups", lambda: None)
-    box = BwrapSandbox(LIMITS)
+def test_memory_cap_counts_the_whole_command(enforcer: str, workspace: Workspace) -> None:
+    box = BwrapSandbox(LIMITS, memory="auto" if enforcer == "cgroup" else "watchdog")
     if box.caps.memory != enforcer:
         pytest.skip(f"no memory {enforcer} here")
     tag = f"memhog{os.getpid()}{enforcer}"
@@ -211,6 +207,11 @@ def test_memory_cap_counts_the_whole_command(
     single = box.run(f'python -c "{hog.replace("time.sleep(30)", "print(len(b))")}"', workspace)
     assert (single.exit_code, single.stdout) == (0, f"{100 * 2**20}\n"), single
     box.close()
+
+
+def test_memory_option_is_checked() -> None:
+    with pytest.raises(ValueError, match="memory must be 'auto' or 'watchdog', got 'cgroup'"):
+        BwrapSandbox(LIMITS, memory="cgroup")
 
 
 def test_memory_cgroups_are_removed(box: BwrapSandbox, workspace: Workspace) -> None:
