@@ -319,3 +319,9 @@ def fuzz_env(request, textkit_task):
     env.reset()
     yield env
     env.close()
+
+
+def test_without_git_the_env_says_so(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no git on PATH
+    with pytest.raises(RuntimeError, match="SWE-v0 needs git .*apt-get install git"):
+        SWEEnv(sandbox="local")

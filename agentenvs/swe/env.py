@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -138,6 +139,8 @@ class SWEEnv(TextAgentEnv[str]):
         progress: str = "off",
         render_mode: str | None = None,
     ) -> None:
+        if shutil.which("git") is None:
+            raise RuntimeError("SWE-v0 needs git (task snapshots and patches): apt-get install git")
         if toolset not in TOOLSETS:
             raise ValueError(f"toolset must be one of {TOOLSETS}, got {toolset!r}")
         if progress not in PROGRESS_MODES:
