@@ -128,6 +128,14 @@ def test_patch_is_binary_safe_and_decoded_with_replacement(env, textkit):
     assert "bad\ufffdname.txt" in info["patch"] and "GIT binary patch" in info["patch"]
 
 
+def test_patch_holds_a_file_deeper_than_path_max(env, textkit):
+    deep = "/".join(["d" * 100] * 50)  # 5,050 bytes: past PATH_MAX (4,096)
+    make = f"for d in {' '.join(['d' * 100] * 50)}; do mkdir $d && cd $d; done; echo deep > f.txt"
+    reward, info = play(env, textkit.instance_id, make)
+    assert reward == 0.0
+    assert f"+++ b/{deep}/f.txt" in info["patch"] and "+deep" in info["patch"]
+
+
 # -- class 3: the grader never follows the agent's links ------------------------------------------
 @pytest.mark.parametrize("restore_all", [False, True])
 def test_tests_dir_linked_to_a_host_dir_is_an_invalid_submission(

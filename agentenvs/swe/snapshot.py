@@ -35,6 +35,8 @@ import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from agentenvs.swe.workspace import read_regular, walk_files
+
 __all__ = [
     "SEEDS_DIR",
     "apply_diff",
@@ -228,24 +230,6 @@ def _safe_git(
     return done.stdout
 
 
-def _read_regular(path: bytes) -> bytes | None:
-    """The bytes of the regular file ``path`` (not following a final symlink, not blocking on a
-    FIFO that replaced it), or ``None``."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def _store_blob(objects: Path, known: Path, data: bytes) -> str:
     """The blob id of ``data``, written as a loose object under ``objects`` unless ``known`` (an
     object directory) already holds it loose."""
@@ -262,38 +246,25 @@ def _store_blob(objects: Path, known: Path, data: bytes) -> str:
 
 def _index_lines(tree: Path, objects: Path, known: Path) -> Iterator[bytes]:
     """``git update-index -z --index-info`` lines for every regular file (mode 100644 or 100755)
-    and symlink (120000, its target as content) under ``tree``; directories are walked without
-    following links, ``.git`` entries (any case, any depth) and other file types are skipped."""
-    root = os.fsencode(tree)
-    stack = [b""]
-    while stack:
-        rel = stack.pop()
+    and symlink (120000, its target as content) under ``tree``, walked at any depth without
+    following links (:func:`~agentenvs.swe.workspace.walk_files`); ``.git`` entries (any case, any
+    depth) and other file types are skipped."""
+    for rel, dir_fd, entry in walk_files(os.fspath(tree), exclude=(".git",)):
+        if any(part.lower() == ".git" for part in rel.split("/")):
+            continue
         try:
-            with os.scandir(os.path.join(root, rel) if rel else root) as scan:
-                entries = list(scan)
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISLNK(mode):
+                data, kind = os.readlink(os.fsencode(entry.name), dir_fd=dir_fd), b"120000"
+            elif stat.S_ISREG(mode):
+                data = read_regular(entry.name, dir_fd)
+                kind = b"100755" if mode & stat.S_IXUSR else b"100644"
+            else:
+                continue
         except OSError:
             continue
-        for entry in entries:
-            if entry.name.lower() == b".git":
-                continue
-            name = rel + entry.name
-            try:
-                mode = entry.stat(follow_symlinks=False).st_mode
-                if stat.S_ISDIR(mode):
-                    stack.append(name + b"/")
-                    continue
-                if stat.S_ISLNK(mode):
-                    data: bytes | None = os.readlink(entry.path)
-                    kind = b"120000"
-                else:
-                    data = _read_regular(entry.path) if stat.S_ISREG(mode) else None
-                    kind = b"100755" if mode & stat.S_IXUSR else b"100644"
-            except OSError:
-                continue
-            if data is not None:
-                yield (
-                    kind + b" " + _store_blob(objects, known, data).encode() + b"\t" + name + b"\0"
-                )
+        sha = _store_blob(objects, known, data).encode()
+        yield kind + b" " + sha + b"\t" + os.fsencode(rel) + b"\0"
 
 
 def tree_diff(

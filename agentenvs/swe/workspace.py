@@ -5,6 +5,8 @@ This module holds:
 * :class:`Workspace` - an independent copy of a repository directory (``.git`` included) in a
   fresh temporary directory (its own size-capped tmpfs where the host lets us mount one), owned by
   the sandbox user, with size accounting, content hashing and robust removal.
+* :func:`walk_files`, :func:`read_regular` - every non-directory of a tree at any depth, through
+  directory file descriptors and without following links, and the bytes of one regular file.
 * :func:`tree_bytes` - the disk use of a directory tree (blocks and inodes), as the sandboxes'
   disk watchdog measures it; :func:`workspace_full` - whether a tmpfs workspace is full.
 * :func:`sandbox_owner`, :func:`own_tree`, :func:`adopt`, :func:`tmpfs_available` - who owns
@@ -29,11 +31,14 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from agentenvs.swe.calls import FileChange
 
 __all__ = [
     "Workspace",
+    "walk_files",
+    "read_regular",
     "tree_bytes",
     "workspace_full",
     "sandbox_owner",
@@ -129,7 +134,9 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _walk(top: str, exclude: Iterable[str] = ()) -> Iterator[tuple[str, int, os.DirEntry[str]]]:
+def walk_files(
+    top: str, exclude: Iterable[str] = ()
+) -> Iterator[tuple[str, int, os.DirEntry[str]]]:
     """Yield ``(relative POSIX path, parent directory fd, entry)`` for every non-directory under
     ``top`` (see :func:`_scan`); the fd is valid until the next item is requested.
 
@@ -198,31 +205,28 @@ def adopt(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> None:
 
 
 def own_tree(top: str | os.PathLike[str], owner: tuple[int, int] | None) -> None:
-    """Give ``top`` (mode 0700) and every entry under it to ``owner`` (``None``: keep owners) and
-    clear the setuid/setgid bits of files, so that no workspace file is a setuid program of
-    another user. Entries that vanish or cannot be changed are skipped."""
+    """Give ``top`` (mode 0700) and every entry under it, at any depth, to ``owner`` (``None``:
+    keep owners) and clear the setuid/setgid bits of files, so that no workspace file is a setuid
+    program of another user. Entries that vanish or cannot be changed are skipped."""
+    top = os.fspath(top)
     os.chmod(top, stat.S_IRWXU)
     if owner is not None:
         os.lchown(top, *owner)
-    stack = [os.fspath(top)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    with contextlib.suppress(OSError):
-                        _own_entry(entry, owner, stack)
-        except OSError:
-            continue
+    for _, dir_fd, entries in _scan(top):
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                _own_entry(entry, dir_fd, owner)
 
 
-def _own_entry(entry: os.DirEntry[str], owner: tuple[int, int] | None, stack: list[str]) -> None:
+def _own_entry(entry: os.DirEntry[str], dir_fd: int, owner: tuple[int, int] | None) -> None:
     st = entry.stat(follow_symlinks=False)
     if owner is not None and (st.st_uid, st.st_gid) != owner:
-        os.lchown(entry.path, *owner)  # also clears setuid/setgid bits of files
-    if stat.S_ISDIR(st.st_mode):
-        stack.append(entry.path)
-    elif stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
-        os.chmod(entry.path, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+        # also clears setuid/setgid bits of files
+        os.chown(entry.name, *owner, dir_fd=dir_fd, follow_symlinks=False)
+    if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        os.chmod(
+            entry.name, stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID), dir_fd=dir_fd
+        )
 
 
 @functools.lru_cache(maxsize=1)
@@ -276,14 +280,31 @@ def _discard(root: str, mounted: bool) -> None:
     _remove_tree(root)
 
 
-def _sha1_file(name: str, dir_fd: int) -> str:
-    """SHA-1 hex digest of the regular file ``name`` in ``dir_fd`` (opened without blocking or
-    following a link, so a file swapped for a FIFO or link meanwhile raises ``OSError``)."""
+def _open_regular(name: str, dir_fd: int) -> BinaryIO:
+    """The regular file ``name`` in ``dir_fd``, opened for reading without blocking or following a
+    link (a file swapped for a FIFO or a link meanwhile raises ``OSError``)."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    with open(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{name!r} is not a regular file")
-        digest = hashlib.sha1()
+    handle = open(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        handle.close()
+        raise OSError(f"{name!r} is not a regular file")
+    return handle
+
+
+def read_regular(name: str, dir_fd: int) -> bytes:
+    """The bytes of the regular file ``name`` in ``dir_fd`` (see :func:`walk_files`).
+
+    Raises:
+        OSError: it is not a regular file (any more), or cannot be read.
+    """
+    with _open_regular(name, dir_fd) as handle:
+        return handle.read()
+
+
+def _sha1_file(name: str, dir_fd: int) -> str:
+    """SHA-1 hex digest of the regular file ``name`` in ``dir_fd``."""
+    digest = hashlib.sha1()
+    with _open_regular(name, dir_fd) as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
@@ -511,7 +532,7 @@ class Workspace:
         """
         hashes: dict[str, str] = {}
         seen: dict[str, tuple[tuple[int, ...], str]] = {}
-        for rel, dir_fd, entry in _walk(str(self.path), exclude):
+        for rel, dir_fd, entry in walk_files(str(self.path), exclude):
             try:
                 st = entry.stat(follow_symlinks=False)
                 stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
