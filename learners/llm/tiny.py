@@ -72,11 +72,13 @@ def build_tiny_tokenizer(vocab_size: int = 512):
 
 
 def build_tiny_model(
-    tokenizer, *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 4
+    tokenizer, *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 2
 ):
     """A random ``Qwen2ForCausalLM`` sized to ``tokenizer`` (fp32, eval mode, tied embeddings).
 
     Defaults give ~0.2M parameters: a forward/backward over a few hundred tokens takes milliseconds.
+    The default head size (``hidden_size // num_heads`` = 32) is one vLLM's CPU attention accepts
+    (it needs 32, 64, 128, ...), so the same model runs on both backends.
     """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
