@@ -237,7 +237,7 @@ _PUBLISHED: list[tuple[str, int, int, int, int, int, int, bool, bool]] = [
     ("SmolLM2-1.7B-Instruct", 2048, 8192, 24, 32, 32, 49152, True, False),  # 1,711,376,384
     ("Llama-3.1-8B-Instruct", 4096, 14336, 32, 32, 8, 128256, False, False),  # 8,030,261,248
     # the repo's test model (learners/llm/tiny.py defaults and its 512-token tokenizer)
-    ("tiny", 64, 128, 2, 4, 4, 512, True, True),  # 115,392
+    ("tiny", 64, 128, 2, 2, 2, 512, True, True),  # 115,392
 ]
 
 #: The built-in architectures by name (see ``_PUBLISHED`` for the numbers and their source).
