@@ -40,8 +40,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
 from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.plan import ARCHITECTURES, GIB, MemoryPlan, ModelArch, plan_memory  # noqa: E402
-from learners.llm.plan import train_config_kwargs  # noqa: E402
+from learners.llm.plan import (  # noqa: E402
+    ARCHITECTURES,
+    GIB,
+    MemoryPlan,
+    ModelArch,
+    plan_memory,
+    train_config_kwargs,  # noqa: E402
+)
 
 __all__ = ["Case", "CASES", "PLAN_ONLY", "qwen2_config", "plan_case", "random_policy", "main"]
 
