@@ -24,7 +24,7 @@ from viewer.graph import graph_svg, state_graph
 from viewer.page import render_page, write_page
 from viewer.run import NotARunError, load_run
 from viewer.serve import make_server
-from wrappers import VectorCreditWrapper, assign_advantages
+from wrappers import VectorCreditWrapper, assign_advantages, credited_groups
 
 N_GROUPS = 6
 GROUP_SIZE = 4
@@ -53,7 +53,7 @@ def build_run(root: Path, n_groups: int = N_GROUPS, fmt: str = "jsonl") -> None:
                 for _ in range(envs.num_envs)
             ]
             infos = envs.step(actions)[-1]
-            done += len(infos.get("credit", []))
+            done += len(credited_groups(infos))
         envs.close()
     with open(root / "metrics.csv", "w", newline="") as f:
         writer = csv.writer(f)
