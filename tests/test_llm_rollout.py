@@ -108,6 +108,29 @@ def test_parallel_groups_come_from_the_vector_wrapper(policy):
     envs.close()
 
 
+class _LostWorker(gym.Wrapper):
+    """Ends every episode as a lost Ray worker would: ``info["infra_failure"]`` on its last step."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info = {**info, "infra_failure": True}
+        return obs, reward, terminated, truncated, info
+
+
+def test_parallel_counts_the_groups_the_wrapper_dropped(policy):
+    """The wrapper marks a dropped group in the info of the sub-env that completed it."""
+    fns = [lambda: _LostWorker(_sokoban()), _sokoban, _sokoban, _sokoban]
+    envs = VectorCreditWrapper(agentenvs.GroupedVectorEnv(gym.vector.SyncVectorEnv(fns), 2))
+    prompts = prompts_of(envs, "reference")
+    groups, dropped = collect_parallel(
+        envs, ["seed-42", "seed-1"], prompts, Sampler(policy, Scripted())
+    )
+    assert dropped == 1 and envs.dropped_groups == 1
+    assert [[t.task_id for t in g] for g in groups] == [["seed-1", "seed-1"]]
+    envs.close()
+
+
 def test_an_env_without_credit_is_refused(policy):
     env = _sokoban(max_steps=1)
     sample = Sampler(policy, Scripted(rest=RIGHT))
