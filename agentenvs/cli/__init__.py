@@ -15,4 +15,8 @@ This package holds:
 command imports agentenvs, wrappers and the viewer, never learners; nothing imports it.
 """
 
+from agentenvs.layout import require_package
+
+require_package("wrappers")  # before a module of this package imports it
+
 __all__: list[str] = []
