@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from gymnasium.wrappers import PassiveEnvChecker
 from gymnasium.wrappers.vector import DictInfoToList
+from lost_worker import LostWorker
 
 import agentenvs
 from agentenvs import GroupedVectorEnv
@@ -159,21 +160,11 @@ def test_credited_groups_reads_the_dict_layout():
     envs.close()
 
 
-class InfraFailure(gym.Wrapper):
-    """Ends every episode as a lost worker would: ``info["infra_failure"]`` on the last step."""
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        if terminated or truncated:
-            info = {**info, "infra_failure": True}
-        return obs, reward, terminated, truncated, info
-
-
 def test_dropped_groups_are_marked_per_sub_env():
     def sokoban() -> gym.Env:
         return gym.make(SOKOBAN, action_format="plain", max_steps=3)
 
-    fns = [lambda: InfraFailure(sokoban()), sokoban, sokoban, sokoban]
+    fns = [lambda: LostWorker(sokoban()), sokoban, sokoban, sokoban]
     envs = VectorCreditWrapper(GroupedVectorEnv(gym.vector.SyncVectorEnv(fns), 2))
     listed = DictInfoToList(envs)
     listed.reset(seed=0)

@@ -9,6 +9,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from lost_worker import LostWorker  # noqa: E402
+
 import agentenvs  # noqa: E402,F401
 from agentenvs import make_group_vec_env  # noqa: E402
 from agentenvs.core import EpisodeMemory, GenericPrompt  # noqa: E402
@@ -108,19 +110,9 @@ def test_parallel_groups_come_from_the_vector_wrapper(policy):
     envs.close()
 
 
-class _LostWorker(gym.Wrapper):
-    """Ends every episode as a lost Ray worker would: ``info["infra_failure"]`` on its last step."""
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        if terminated or truncated:
-            info = {**info, "infra_failure": True}
-        return obs, reward, terminated, truncated, info
-
-
 def test_parallel_counts_the_groups_the_wrapper_dropped(policy):
     """The wrapper marks a dropped group in the info of the sub-env that completed it."""
-    fns = [lambda: _LostWorker(_sokoban()), _sokoban, _sokoban, _sokoban]
+    fns = [lambda: LostWorker(_sokoban()), _sokoban, _sokoban, _sokoban]
     envs = VectorCreditWrapper(agentenvs.GroupedVectorEnv(gym.vector.SyncVectorEnv(fns), 2))
     prompts = prompts_of(envs, "reference")
     groups, dropped = collect_parallel(
