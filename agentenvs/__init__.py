@@ -4,9 +4,10 @@ The envs (:mod:`agentenvs.sokoban`, :mod:`~agentenvs.alfworld`, :mod:`~agentenvs
 :mod:`~agentenvs.searchqa`, :mod:`~agentenvs.swe`), the Step/Trajectory contract and the rest the
 envs share (:mod:`agentenvs.core`), vector groups (:mod:`agentenvs.vector`,
 :mod:`agentenvs.ray_vector`), the ids (:mod:`agentenvs.registration`) and the installed packages'
-check (:mod:`agentenvs.layout`) import neither ``wrappers`` nor ``learners``. Two tools sit on top and are imported by nothing here:
-:mod:`agentenvs.viewer` (the HTML credit viewer; imports ``wrappers``) and :mod:`agentenvs.cli`
-(the ``agentenvs`` command; imports ``wrappers`` and the viewer).
+check (:mod:`agentenvs.layout`) import neither ``wrappers`` nor ``learners``. Two tools sit on top
+and are imported by nothing here: :mod:`agentenvs.viewer` (the HTML credit viewer; imports
+``wrappers``) and :mod:`agentenvs.cli` (the ``agentenvs`` command; imports ``wrappers`` and the
+viewer).
 
 Importing the package registers the ``agentenvs/*`` ids with Gymnasium:
 

@@ -11,12 +11,13 @@ Gymnasium's ``NEXT_STEP`` autoreset is handled: the step after a sub-env's episo
 reset, not a transition.
 
 ``infos`` keeps Gymnasium's per-sub-env layout (each key a batch of ``num_envs`` entries with a
-``_key`` mask, as ``VectorEnv._add_info`` builds it), so ``gymnasium.wrappers.vector.DictInfoToList``
-works on it: ``infos["credit"][i]`` is the credited group (a list of
+``_key`` mask, as ``VectorEnv._add_info`` builds it), so
+``gymnasium.wrappers.vector.DictInfoToList`` works on it: ``infos["credit"][i]``, where
+``infos["_credit"][i]`` is true, is the credited group (a list of
 :class:`~agentenvs.core.Trajectory` in member order, like a single
 :class:`~wrappers.CreditWrapper`'s ``info["credit"]``) that sub-env ``i``'s finished episode
-completed, where ``infos["_credit"][i]`` is true. At most one group per block completes on a step;
-:func:`credited_groups` lists a step's groups in sub-env order.
+completed. At most one group per block completes on a step; :func:`credited_groups` lists a
+step's groups in sub-env order.
 
 Resets:
 
@@ -56,6 +57,7 @@ with its ``_credit_dropped`` mask).
 ...     infos = listed.step(["up"] * 2)[-1]
 >>> [len(info.get("credit", [])) for info in infos]  # sub-env 1's episode completed the group
 [0, 2]
+>>> listed.close()
 >>> import numpy as np
 >>> obs, infos = envs.reset(options={"reset_mask": np.array([True, True, False, False]),
 ...                                  "task_id": "seed-7"})
