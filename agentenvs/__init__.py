@@ -1,5 +1,14 @@
 """agentenvs: Gymnasium environments for training LLM agents with RL on multi-turn tasks.
 
+The envs (:mod:`agentenvs.sokoban`, :mod:`~agentenvs.alfworld`, :mod:`~agentenvs.webshop`,
+:mod:`~agentenvs.searchqa`, :mod:`~agentenvs.swe`), the Step/Trajectory contract and the rest the
+envs share (:mod:`agentenvs.core`), vector groups (:mod:`agentenvs.vector`,
+:mod:`agentenvs.ray_vector`), the ids (:mod:`agentenvs.registration`) and the installed packages'
+check (:mod:`agentenvs.layout`) import neither ``wrappers`` nor ``learners``. Two tools sit on top
+and are imported by nothing here: :mod:`agentenvs.viewer` (the HTML credit viewer; imports
+``wrappers``) and :mod:`agentenvs.cli` (the ``agentenvs`` command; imports ``wrappers`` and the
+viewer).
+
 Importing the package registers the ``agentenvs/*`` ids with Gymnasium:
 
 >>> import gymnasium as gym, agentenvs

@@ -20,8 +20,10 @@ import numpy as np
 __all__ = ["DiscreteActions"]
 
 
-class DiscreteActions(gym.ActionWrapper):
+class DiscreteActions(gym.ActionWrapper, gym.utils.RecordConstructorArgs):
     """Expose ``Discrete(len(commands))``; action ``i`` sends ``commands[i]`` as plain text.
+
+    It records its arguments (``gym.make(env.spec)`` rebuilds the wrapped env).
 
     Args:
         env: a text env created with ``action_format="plain"``.
@@ -29,7 +31,8 @@ class DiscreteActions(gym.ActionWrapper):
     """
 
     def __init__(self, env: gym.Env, commands: Sequence[str]) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, commands=list(commands))
+        gym.ActionWrapper.__init__(self, env)
         if env.get_wrapper_attr("action_format") != "plain":
             raise ValueError("DiscreteActions needs an env made with action_format='plain'")
         if not commands:

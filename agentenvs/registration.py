@@ -1,4 +1,9 @@
-"""Registration of the ``agentenvs/*`` Gymnasium ids (entry points import lazily)."""
+"""Registration of the ``agentenvs/*`` Gymnasium ids (entry points import lazily).
+
+Every id keeps ``gym.make``'s default Gymnasium passive env checker (``PassiveEnvChecker``: it
+checks the spaces, and the first reset and step, then only passes calls through); each id passes it
+without a warning (tests/test_gym_conventions.py).
+"""
 
 from __future__ import annotations
 
@@ -23,4 +28,4 @@ def register_envs() -> None:
     """Register every id in :data:`ENV_IDS` (idempotent)."""
     for env_id, (entry_point, kwargs) in ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point=entry_point, kwargs=kwargs, disable_env_checker=True)
+            gym.register(env_id, entry_point=entry_point, kwargs=kwargs)

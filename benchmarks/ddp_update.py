@@ -98,7 +98,7 @@ def run_child(args: argparse.Namespace, spec: dict) -> dict | None:
         torch_threads=spec["threads"],
         parallel=spec["parallel"],
     )
-    envs = [lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0"), 2)]
+    envs = [lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0"), group_size=2)]
     batch = _batch(args.groups, args.group_size, args.prompt, args.response, len(tok))
     steps = [s for group in dist.shard(batch) for s in group]
     with tempfile.TemporaryDirectory() as out:

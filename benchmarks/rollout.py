@@ -29,7 +29,7 @@ if not __package__:  # run as a script: make the repository's packages importabl
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import agentenvs
-from wrappers import VectorCreditWrapper
+from wrappers import VectorCreditWrapper, credited_groups
 
 ENVS = {
     "sokoban": ("agentenvs/Sokoban-v0", {"action_format": "plain", "max_steps": 20}),
@@ -51,7 +51,7 @@ def walk(env_id: str, kwargs: dict, mode: str, steps: int, workers: int | None) 
     for _ in range(steps):
         actions = [str(rng.choice(list(a) or ["look"])) for a in infos["admissible_actions"]]
         *_, infos = envs.step(actions)
-        groups += infos.get("credit", [])
+        groups += credited_groups(infos)
     seconds = time.perf_counter() - start
     envs.close()
     return steps * envs.num_envs / seconds, groups

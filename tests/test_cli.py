@@ -1,4 +1,4 @@
-"""The ``agentenvs`` command line (cli/), run as a user runs it: in a subprocess."""
+"""The ``agentenvs`` command line (agentenvs/cli/), run as a user runs it: in a subprocess."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from agentenvs.cli.main import main
 from agentenvs.core import Step, Trajectory
 from agentenvs.core.store import TrajectoryStore
-from cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def agentenvs(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess:
-    """``python -m cli ARGS`` with ``stdin`` piped in."""
+    """``python -m agentenvs.cli ARGS`` with ``stdin`` piped in."""
     return subprocess.run(
-        [sys.executable, "-m", "cli", *args],
+        [sys.executable, "-m", "agentenvs.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -163,7 +163,7 @@ def test_view_writes_the_page_and_rejects_a_non_run(tmp_path):
 def test_view_serve_until_ctrl_c(tmp_path):
     (tmp_path / "metrics.csv").write_text("iteration,loss\n1,0.5\n2,0.25\n")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "view", str(tmp_path), "--serve", "--port", "0"],
+        [sys.executable, "-m", "agentenvs.cli", "view", str(tmp_path), "--serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -197,7 +197,7 @@ def test_main_returns_exit_codes(capsys):
 
 def test_python_dash_m_cli_help():
     out = subprocess.run(
-        [sys.executable, "-m", "cli", "--help"],
+        [sys.executable, "-m", "agentenvs.cli", "--help"],
         capture_output=True,
         text=True,
         cwd=ROOT,

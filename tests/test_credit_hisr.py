@@ -15,6 +15,7 @@ from wrappers import (
     HISRConfig,
     VectorCreditWrapper,
     assign_advantages,
+    credited_groups,
     make_config,
 )
 from wrappers.batch import StepBatch
@@ -569,7 +570,7 @@ def test_vector_wrapper_and_assign_advantages_agree():
     groups = []
     while len(groups) < 2:
         *_, infos = envs.step(["up", "left", "down", "right"])
-        groups += infos.get("credit", [])
+        groups += credited_groups(infos)
     envs.close()
     for g in groups:
         before = [t.advantages.copy() for t in g]

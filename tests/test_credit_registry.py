@@ -34,6 +34,7 @@ from wrappers import (
     VectorCreditWrapper,
     assign_advantages,
     canonical_name,
+    credited_groups,
     get_method,
     gigpo,
     graphgpo,
@@ -229,7 +230,7 @@ def test_toy_method_through_the_vector_wrapper(toy):
     envs.reset(seed=0, options={"task_id": "seed-1"})  # two pushes up solve seed-1
     envs.step(["up", "down"])
     _, _, _, _, infos = envs.step(["up", "down"])
-    [group] = infos["credit"]
+    [group] = credited_groups(infos)
     assert [t.success for t in group] == [True, False]
     assert [[s.advantage for s in t.steps] for t in group] == [[2.0, 2.0], [0.0, 0.0]]
     envs.close()

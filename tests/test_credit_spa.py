@@ -19,6 +19,7 @@ from wrappers import (
     SPAConfig,
     VectorCreditWrapper,
     assign_advantages,
+    credited_groups,
     make_config,
 )
 from wrappers.progress import (
@@ -436,7 +437,7 @@ def test_vector_credit_wrapper_with_spa_on_text_sokoban():
     moves = ["up", "down", "left", "right", "jump"]
     while len(groups) < 2:
         _, _, _, _, infos = envs.step([moves[i] for i in rng.integers(5, size=2)])
-        groups += infos.get("credit", [])
+        groups += credited_groups(infos)
     envs.close()
     for group in groups:
         assert len(group) == 2

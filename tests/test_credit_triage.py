@@ -26,6 +26,7 @@ from wrappers import (
     TriageConfig,
     VectorCreditWrapper,
     assign_advantages,
+    credited_groups,
     make_config,
 )
 from wrappers.judges import (
@@ -416,7 +417,7 @@ def test_vector_credit_wrapper_batches_groups_of_one_step():
     groups = []
     while not groups:
         *_, infos = envs.step(["up", "left", "down", "right"])
-        groups = infos.get("credit", [])
+        groups = credited_groups(infos)
     assert len(groups) == 2  # the same budget: both blocks finish on one step, one batch
     values = np.array([s.advantage for g in groups for t in g for s in t.steps])
     assert values.mean() == pytest.approx(0.0, abs=1e-9)

@@ -18,6 +18,7 @@ from wrappers import (
     OutcomeCreditWrapper,
     RolloutTreeCreditWrapper,
     VectorCreditWrapper,
+    credited_groups,
 )
 
 ENV_ID = "agentenvs/Sokoban-v0"
@@ -181,7 +182,9 @@ class _WithCost(gym.Wrapper):
 def test_info_cost_becomes_step_cost():
     if "cost" not in {f.name for f in dataclasses.fields(Step)}:
         pytest.skip("Step has no cost field")
-    env = OutcomeCreditWrapper(_WithCost(gym.make(ENV_ID, action_format="plain", max_steps=3)), 2)
+    env = OutcomeCreditWrapper(
+        _WithCost(gym.make(ENV_ID, action_format="plain", max_steps=3)), group_size=2
+    )
     env.reset(seed=0)
     group = None
     while group is None:
@@ -198,10 +201,12 @@ def test_info_cost_becomes_step_cost():
     )
     envs.reset(seed=0)
     envs.step(["up", "up"])
-    [group] = envs.step(["up", "up"])[4]["credit"]
+    [group] = credited_groups(envs.step(["up", "up"])[4])
     assert [[s.cost for s in t.steps] for t in group] == [[1.0, 2.0]] * 2
     with pytest.warns(UserWarning, match="group_size=1"):
-        plain = OutcomeCreditWrapper(gym.make(ENV_ID, action_format="plain", max_steps=1), 1)
+        plain = OutcomeCreditWrapper(
+            gym.make(ENV_ID, action_format="plain", max_steps=1), group_size=1
+        )
     plain.reset(seed=0)
     assert plain.step("up")[4]["credit"][0].steps[0].cost == 1.0  # no info["cost"]: the default
     envs.close()
@@ -265,8 +270,8 @@ def test_vector_form_over_group_vec_env(method):
                 ended[i] += 1
                 current[i] = 0
                 autoreset[i] = True
-        emitted += infos.get("credit", [])
-        for group in infos.get("credit", []):  # recorded actions are the objects passed in
+        emitted += credited_groups(infos)
+        for group in credited_groups(infos):  # recorded actions are the objects passed in
             assert all(played[id(s.action)] for t in group for s in t.steps)
     complete = sum(min(ended[b * group_size : (b + 1) * group_size]) for b in range(num_groups))
     assert len(emitted) == complete >= num_groups

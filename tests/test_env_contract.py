@@ -96,15 +96,17 @@ def test_a_state_matching_method_without_state_keys_raises(wrapper):
 
 
 def test_state_keys_none_opts_in_with_a_warning_and_gives_grpo():
-    env = CreditWrapper(DropStateKey(Counter()), 2, method="rtmc", state_keys="none")
+    env = CreditWrapper(DropStateKey(Counter()), "rtmc", group_size=2, state_keys="none")
     with pytest.warns(MissingStateKeyWarning, match="'rtmc' runs without state keys"):
         group = _play_group(env, ["inc", "wait", "wait"])
-    grpo = _play_group(OutcomeCreditWrapper(DropStateKey(Counter()), 2), ["inc", "wait", "wait"])
+    grpo = _play_group(
+        OutcomeCreditWrapper(DropStateKey(Counter()), group_size=2), ["inc", "wait", "wait"]
+    )
     assert [s.advantage for t in group for s in t.steps] == pytest.approx(
         [s.advantage for t in grpo for s in t.steps]
     )
     with pytest.raises(ValueError, match="state_keys must be one of"):
-        CreditWrapper(Counter(), 2, method="gigpo", state_keys="off")
+        CreditWrapper(Counter(), "gigpo", group_size=2, state_keys="off")
 
 
 def test_assign_advantages_and_the_vector_wrapper_check_state_keys_too():
@@ -162,7 +164,7 @@ def broken_method():
     ],
 )
 def test_an_estimator_with_bad_output_is_named(broken_method, output, message):
-    env = CreditWrapper(Counter(), 2, method="broken", config=broken_method(output))
+    env = CreditWrapper(Counter(), "broken", broken_method(output), group_size=2)
     with pytest.raises(ValueError, match=message):
         _play_group(env, ["inc"])
 

@@ -105,7 +105,9 @@ def _group(g: int) -> list[Step]:
 
 
 def _envs(n=1):
-    return [lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", max_steps=1), 2)] * n
+    return [
+        lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", max_steps=1), group_size=2)
+    ] * n
 
 
 def _trainer(out_dir, overrides, distributed=None, groups=1) -> Trainer:

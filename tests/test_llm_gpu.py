@@ -155,7 +155,9 @@ def test_training_iteration_with_vllm_sleep_and_bf16_autocast(tiny_dir, tmp_path
         eval_tasks=0,
         lr=1e-3,
     )
-    envs = [lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", max_steps=2), 2)] * 2
+    envs = [
+        lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", max_steps=2), group_size=2)
+    ] * 2
     from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
 
     trainer = Trainer(config, policy, tmp_path, envs, model_path=str(tiny_dir), progress=False)

@@ -9,6 +9,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from lost_worker import LostWorker  # noqa: E402
+
 import agentenvs  # noqa: E402,F401
 from agentenvs import make_group_vec_env  # noqa: E402
 from agentenvs.core import EpisodeMemory, GenericPrompt  # noqa: E402
@@ -105,6 +107,19 @@ def test_parallel_groups_come_from_the_vector_wrapper(policy):
         envs, ["seed-3", "seed-3"], prompts, Sampler(policy, Scripted())
     )
     assert dropped == 0 and {t.task_id for g in groups for t in g} == {"seed-3"}
+    envs.close()
+
+
+def test_parallel_counts_the_groups_the_wrapper_dropped(policy):
+    """The wrapper marks a dropped group in the info of the sub-env that completed it."""
+    fns = [lambda: LostWorker(_sokoban()), _sokoban, _sokoban, _sokoban]
+    envs = VectorCreditWrapper(agentenvs.GroupedVectorEnv(gym.vector.SyncVectorEnv(fns), 2))
+    prompts = prompts_of(envs, "reference")
+    groups, dropped = collect_parallel(
+        envs, ["seed-42", "seed-1"], prompts, Sampler(policy, Scripted())
+    )
+    assert dropped == 1 and envs.dropped_groups == 1
+    assert [[t.task_id for t in g] for g in groups] == [["seed-1", "seed-1"]]
     envs.close()
 
 

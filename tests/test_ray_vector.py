@@ -13,7 +13,7 @@ import pytest
 import agentenvs
 from agentenvs.ray_vector import RayVectorEnv, make_env
 from agentenvs.workers import EnvWorker, Journal, same_observation
-from wrappers import VectorCreditWrapper
+from wrappers import VectorCreditWrapper, credited_groups
 
 ray = pytest.importorskip("ray")
 
@@ -30,7 +30,7 @@ def rollout(envs: gym.vector.VectorEnv, steps: int, seed: int = 0, hook=None):
         if hook is not None:
             hook(t, envs.unwrapped)
         *_, infos = envs.step(list(rng.choice(MOVES, envs.num_envs)))
-        groups += infos.get("credit", [])
+        groups += credited_groups(infos)
     return groups, envs
 
 

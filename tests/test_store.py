@@ -21,7 +21,7 @@ import pytest
 
 import agentenvs
 from agentenvs.core import Step, StoredGroup, Trajectory, TrajectoryStore, list_runs, read_groups
-from wrappers import CreditWrapper, VectorCreditWrapper
+from wrappers import CreditWrapper, VectorCreditWrapper, credited_groups
 
 ENV_ID = "agentenvs/Sokoban-v0"
 ROOT = Path(__file__).resolve().parents[1]
@@ -378,7 +378,7 @@ def test_truncate_drops_the_iterations_after_a_checkpoint(tmp_path, fmt):
 def test_credit_wrapper_stores_each_credited_group_once(tmp_path):
     store = TrajectoryStore(tmp_path, run="single")
     env = CreditWrapper(
-        gym.make(ENV_ID, action_format="plain", max_steps=3), 2, method="graph", store=store
+        gym.make(ENV_ID, action_format="plain", max_steps=3), "graph", group_size=2, store=store
     )
     env.reset(seed=0)
     handed_out = []
@@ -404,7 +404,7 @@ def test_vector_credit_wrapper_stores_each_credited_group_once(tmp_path):
         handed_out = []
         while len(handed_out) < 4:
             infos = envs.step(["up"] * 4)[-1]
-            handed_out += infos.get("credit", [])
+            handed_out += credited_groups(infos)
         envs.close()
     stored = list(read_groups(tmp_path, run="vec"))
     assert [g.trajectories for g in stored] == handed_out

@@ -76,9 +76,11 @@ class Act(str):
 
 
 def _step(envs, moves):
+    from wrappers import credited_groups
+
     actions = [Act(m) for m in moves]
     obs, rewards, term, trunc, infos = envs.step(actions)
-    return actions, term | trunc, infos.get("credit", [])
+    return actions, term | trunc, credited_groups(infos)
 
 
 def _credit_envs(mode, max_steps=4):

@@ -1,5 +1,5 @@
-"""The HTML credit viewer (viewer/): a real Sokoban run directory, credited by a real wrapper that
-writes the trajectory store, rendered and checked as HTML and in headless Chromium."""
+"""The HTML credit viewer (agentenvs/viewer/): a real Sokoban run directory, credited by a real
+wrapper that writes the trajectory store, rendered and checked as HTML and in headless Chromium."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ import pytest
 
 import agentenvs
 from agentenvs.core.store import TrajectoryStore, read_groups
-from viewer.colors import NEGATIVE, POSITIVE, advantage_color
-from viewer.compare import compare_methods, parse_methods
-from viewer.graph import graph_svg, state_graph
-from viewer.page import render_page, write_page
-from viewer.run import NotARunError, load_run
-from viewer.serve import make_server
-from wrappers import VectorCreditWrapper, assign_advantages
+from agentenvs.viewer.colors import NEGATIVE, POSITIVE, advantage_color
+from agentenvs.viewer.compare import compare_methods, parse_methods
+from agentenvs.viewer.graph import graph_svg, state_graph
+from agentenvs.viewer.page import render_page, write_page
+from agentenvs.viewer.run import NotARunError, load_run
+from agentenvs.viewer.serve import make_server
+from wrappers import VectorCreditWrapper, assign_advantages, credited_groups
 
 N_GROUPS = 6
 GROUP_SIZE = 4
@@ -53,7 +53,7 @@ def build_run(root: Path, n_groups: int = N_GROUPS, fmt: str = "jsonl") -> None:
                 for _ in range(envs.num_envs)
             ]
             infos = envs.step(actions)[-1]
-            done += len(infos.get("credit", []))
+            done += len(credited_groups(infos))
         envs.close()
     with open(root / "metrics.csv", "w", newline="") as f:
         writer = csv.writer(f)
@@ -286,7 +286,7 @@ def test_page_in_headless_chromium(run_dir):
     """The page loads from file://, shows every group and step, logs no console error, and the
     success filter hides the failed trajectories and the groups left without one."""
     pytest.importorskip("selenium")
-    from viewer.screenshot import CHROMEDRIVER, CHROMIUM, open_browser
+    from agentenvs.viewer.screenshot import CHROMEDRIVER, CHROMIUM, open_browser
 
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         pytest.skip("chromium and chromedriver are not installed")

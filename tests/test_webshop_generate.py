@@ -3,7 +3,9 @@ official raw formats (items_shuffle, items_ins_v2, title_nouns), distributions a
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import hashlib
 import json
 import re
 import time
@@ -11,6 +13,7 @@ from collections import Counter
 
 import pytest
 
+from agentenvs.webshop import vocabulary
 from agentenvs.webshop.generate import (
     CATEGORIES,
     CATEGORY_SHARES,
@@ -267,3 +270,34 @@ def test_a_hundred_thousand_products_generate_quickly():
     products, ins, nouns = generate_catalog(100_000)
     assert time.perf_counter() - start < 30
     assert len({p["asin"] for p in products}) == len(ins) == len(nouns) == 100_000
+
+
+def _canonical(value):
+    """``value`` as JSON-able data that keeps its container types (frozensets sorted)."""
+    if dataclasses.is_dataclass(value):
+        fields = {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {"__type__": type(value).__name__, **fields}
+    if isinstance(value, frozenset):
+        return {"__frozenset__": sorted(value)}
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return {"__tuple__": [_canonical(v) for v in value]}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def test_vocabulary_tables_equal_the_literals_they_were_moved_from():
+    """The tables loaded from data/vocabulary.json hash to the digest of the Python literals they
+    replaced (commit 05bbcde's vocabulary.py), types included (tuple vs list, frozenset)."""
+    tables = {
+        name: _canonical(getattr(vocabulary, name))
+        for name in vocabulary.__all__
+        if name not in ("Category", "Kind", "VOCABULARY_FILE")
+    }
+    blob = json.dumps(tables, sort_keys=True).encode()
+    assert len(blob) == 206_835
+    assert hashlib.sha256(blob).hexdigest() == (
+        "641a027b3f33b013849f0fd20a394e08b427b3c1c0a3aef53254c6f5ccd63b34"
+    )

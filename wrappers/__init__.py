@@ -25,7 +25,8 @@ Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-arr
   :class:`OutcomeCreditWrapper`, :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`,
   :class:`RolloutTreeCreditWrapper`, :class:`RoleCreditWrapper`, :class:`HindsightCreditWrapper`,
   :class:`ProgressCreditWrapper`.
-* :mod:`wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env.
+* :mod:`wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env, and
+  :func:`credited_groups` (the groups in a step's ``infos``).
 * :mod:`wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
 * :mod:`wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
 * :mod:`wrappers.batch`, :mod:`wrappers.stats`, :mod:`wrappers.matching` - estimator internals.
@@ -75,7 +76,7 @@ from wrappers.registry import (
 from wrappers.rtmc import RTMCConfig
 from wrappers.spa import SPAConfig
 from wrappers.triage import TriageConfig
-from wrappers.vector import VectorCreditWrapper
+from wrappers.vector import VectorCreditWrapper, credited_groups
 
 __all__ = [
     "CreditWrapper",
@@ -87,6 +88,7 @@ __all__ = [
     "HindsightCreditWrapper",
     "ProgressCreditWrapper",
     "VectorCreditWrapper",
+    "credited_groups",
     "StepBatch",
     "GRPOConfig",
     "GiGPOConfig",

@@ -80,11 +80,14 @@ class CreditWrapper(
     Args:
         env: an env whose ``reset`` accepts ``options={"task_id": ...}`` and whose ``info`` carries
             ``task_id``, ``state_key``, ``won`` and ``action_valid`` (every agentenvs env does).
-        group_size: episodes per group (M), >= 1.
-        config: the method's config (default config when ``None``).
         method: a name or alias in :data:`wrappers.METHODS`; ``None`` takes the class's
             ``method`` (the named subclasses fix it; :class:`CreditWrapper` itself defaults to
-            ``"grpo"``).
+            ``"grpo"``, which needs nothing from the env but the outcome, as does
+            :class:`~wrappers.VectorCreditWrapper`).
+        config: the method's config (default config when ``None``).
+        group_size: episodes per group (M), >= 1 (keyword-only, like every option after
+            ``config``: the signature is :class:`~wrappers.VectorCreditWrapper`'s, which takes its
+            group size from the grouped vector env).
         store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
             after it is credited (method: the canonical name; no iteration); ``None``: none. The
             wrapper does not close it.
@@ -122,10 +125,10 @@ class CreditWrapper(
     def __init__(
         self,
         env: gym.Env[ObsType, ActType],
-        group_size: int = 8,
-        config: Any = None,
         method: str | None = None,
+        config: Any = None,
         *,
+        group_size: int = 8,
         store: TrajectoryStore | None = None,
         state_keys: str = "required",
     ) -> None:

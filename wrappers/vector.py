@@ -1,14 +1,23 @@
 """Credit assignment over a grouped vector env (blocks of sub-envs that share a task sequence).
 
-This module holds :class:`VectorCreditWrapper`. Over a :class:`agentenvs.GroupedVectorEnv` it
-records every sub-env's episodes; group ``k`` of block ``b`` is the k-th episode each member of block
-``b`` finishes since the block was last reset (the members play the same task). When all
-``group_size`` members have finished their k-th episode the group is credited (the groups completed
-by one ``step`` are credited together, in one batch) (:mod:`wrappers.grouping`:
-ids ``f"{task_id}#{serial}"``, ``traj_id`` = the member's index in its block) and emitted in
-``infos["credit"]`` (a list of groups, each a list of :class:`~agentenvs.core.Trajectory` in member
-order) of that step, and kept for :meth:`VectorCreditWrapper.pop_groups`. Gymnasium's ``NEXT_STEP``
-autoreset is handled: the step after a sub-env's episode ended is its reset, not a transition.
+This module holds :class:`VectorCreditWrapper` and :func:`credited_groups`. Over a
+:class:`agentenvs.GroupedVectorEnv` the wrapper records every sub-env's episodes; group ``k`` of
+block ``b`` is the k-th episode each member of block ``b`` finishes since the block was last reset
+(the members play the same task). When all ``group_size`` members have finished their k-th episode
+the group is credited (the groups completed by one ``step`` are credited together, in one batch)
+(:mod:`wrappers.grouping`: ids ``f"{task_id}#{serial}"``, ``traj_id`` = the member's index in its
+block), handed out in that step's ``infos`` and kept for :meth:`VectorCreditWrapper.pop_groups`.
+Gymnasium's ``NEXT_STEP`` autoreset is handled: the step after a sub-env's episode ended is its
+reset, not a transition.
+
+``infos`` keeps Gymnasium's per-sub-env layout (each key a batch of ``num_envs`` entries with a
+``_key`` mask, as ``VectorEnv._add_info`` builds it), so
+``gymnasium.wrappers.vector.DictInfoToList`` works on it: ``infos["credit"][i]``, where
+``infos["_credit"][i]`` is true, is the credited group (a list of
+:class:`~agentenvs.core.Trajectory` in member order, like a single
+:class:`~wrappers.CreditWrapper`'s ``info["credit"]``) that sub-env ``i``'s finished episode
+completed. At most one group per block completes on a step; :func:`credited_groups` lists a
+step's groups in sub-env order.
 
 Resets:
 
@@ -25,8 +34,9 @@ Group ids stay unique across resets (the serial is never reset).
 
 Infrastructure failures. A sub-env whose episode ends with ``info["infra_failure"]`` (a remote
 worker died and the episode could not be rebuilt, :class:`agentenvs.RayVectorEnv`) did not fail
-at the task: its whole group is dropped instead of credited, counted in ``dropped_groups`` and in
-``infos["credit_dropped"]`` (the groups dropped on that step).
+at the task: its whole group is dropped instead of credited, counted in ``dropped_groups`` and
+marked in ``infos["credit_dropped"]`` (true at the sub-env whose episode completed a dropped group,
+with its ``_credit_dropped`` mask).
 
 >>> import agentenvs
 >>> envs = VectorCreditWrapper(agentenvs.make_group_vec_env(
@@ -35,9 +45,19 @@ at the task: its whole group is dropped instead of credited, counted in ``droppe
 >>> groups = []
 >>> while len(groups) < 2:
 ...     obs, rewards, terms, truncs, infos = envs.step(["up"] * 4)
-...     groups += infos.get("credit", [])
+...     groups += credited_groups(infos)
 >>> [len(g) for g in groups], all(len(t.steps) == 15 for g in groups for t in g)
 ([2, 2], True)
+>>> from gymnasium.wrappers.vector import DictInfoToList
+>>> listed = DictInfoToList(VectorCreditWrapper(agentenvs.make_group_vec_env(
+...     "agentenvs/Sokoban-v0", num_groups=1, group_size=2, action_format="plain")))
+>>> _ = listed.reset(seed=0)
+>>> infos = [{}]
+>>> while not any("credit" in info for info in infos):
+...     infos = listed.step(["up"] * 2)[-1]
+>>> [len(info.get("credit", [])) for info in infos]  # sub-env 1's episode completed the group
+[0, 2]
+>>> listed.close()
 >>> import numpy as np
 >>> obs, infos = envs.reset(options={"reset_mask": np.array([True, True, False, False]),
 ...                                  "task_id": "seed-7"})
@@ -60,7 +80,7 @@ from wrappers.grouping import GroupAssembler
 from wrappers.recorder import EpisodeRecorder
 from wrappers.registry import get_method
 
-__all__ = ["VectorCreditWrapper"]
+__all__ = ["VectorCreditWrapper", "credited_groups"]
 
 
 class VectorCreditWrapper(gym.vector.VectorWrapper):
@@ -70,7 +90,9 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         env: a :class:`agentenvs.GroupedVectorEnv` (anything with ``group_size`` and Gymnasium's
             ``NEXT_STEP`` autoreset), e.g. from :func:`agentenvs.make_group_vec_env`.
         method: a name or alias in :data:`wrappers.METHODS` (``"grpo"``, ``"gigpo"``,
-            ``"graphgpo"`` alias ``"graph"``, ``"rtmc"``, or one registered by the user).
+            ``"graphgpo"`` alias ``"graph"``, ``"rtmc"``, or one registered by the user); default
+            ``"grpo"``, as for :class:`~wrappers.CreditWrapper` (GRPO needs nothing
+            from the env but the outcome).
         config: the method's config (default when ``None``).
         store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
             after it is credited (method: the canonical name; no iteration); ``None``: none. The
@@ -80,13 +102,16 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
     Raises ``ValueError`` when ``env`` already has a credit wrapper.
 
     Attributes: ``method`` (as given), ``credit_method`` (the registry entry), ``config``,
-    ``group_size``. See the module docstring for resets.
+    ``group_size``. See the module docstring for resets and the ``infos`` layout.
+
+    The signature is :class:`~wrappers.CreditWrapper`'s (``env, method, config``, then keyword
+    options) without ``group_size``, which the grouped vector env fixes.
     """
 
     def __init__(
         self,
         env: gym.vector.VectorEnv,
-        method: str = "graphgpo",
+        method: str = "grpo",
         config: Any = None,
         *,
         store: TrajectoryStore | None = None,
@@ -142,7 +167,8 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         obs, rewards, terms, truncs, infos = self.env.step(actions)
         finished: list[list[Trajectory]] = []
-        dropped = 0
+        completed_by: list[int] = []  # the sub-env whose episode completed each finished group
+        dropped_by: list[int] = []
         for i in range(self.num_envs):
             info = sub_info(infos, i, EpisodeRecorder.INFO_KEYS)
             if self._needs_reset[i]:
@@ -167,17 +193,35 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
                 continue
             if slot in self._failed_slots:
                 self._failed_slots.discard(slot)
-                dropped += 1
+                dropped_by.append(i)
             else:
                 finished.append(group)
+                completed_by.append(i)
+        if finished or dropped_by:
+            infos = dict(infos)  # Gymnasium's _add_info fills it in place: not the inner env's
         if finished:
             self._assembler.credit(finished)  # one batch: the groups completed by this step
-            infos = {**infos, "credit": finished}
-        if dropped:
-            self.dropped_groups += dropped
-            infos = {**infos, "credit_dropped": dropped}
+            for i, group in zip(completed_by, finished, strict=True):
+                self._add_info(infos, {"credit": group}, i)
+        for i in dropped_by:
+            self._add_info(infos, {"credit_dropped": True}, i)
+        self.dropped_groups += len(dropped_by)
         return obs, rewards, terms, truncs, infos
 
     def pop_groups(self) -> list[list[Trajectory]]:
         """The credited groups finished since the last call (oldest first); clears the list."""
         return self._assembler.pop_groups()
+
+
+def credited_groups(infos: dict[str, Any]) -> list[list[Trajectory]]:
+    """The groups a :class:`VectorCreditWrapper` step handed out in ``infos``, in sub-env order.
+
+    >>> import numpy as np
+    >>> credited_groups({"credit": np.array([None, ["a", "b"]], object), "_credit": [False, True]})
+    [['a', 'b']]
+    >>> credited_groups({})
+    []
+    """
+    if "credit" not in infos:
+        return []
+    return [group for group, has in zip(infos["credit"], infos["_credit"], strict=True) if has]

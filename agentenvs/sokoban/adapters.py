@@ -43,11 +43,14 @@ _PLANES = np.array(
 )
 
 
-class SokobanPlanes(gym.ObservationWrapper):
-    """Replace the text observation by flat one-hot planes, shape ``(4 * rows * cols,)``, float32."""
+class SokobanPlanes(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Replace the text observation by flat one-hot planes, shape ``(4 * rows * cols,)``, float32.
+
+    It records its (no) arguments (``gym.make(env.spec)`` rebuilds the wrapped env)."""
 
     def __init__(self, env: gym.Env) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ObservationWrapper.__init__(self, env)
         rows, cols = env.unwrapped.dim_room
         self.observation_space = gym.spaces.Box(0.0, 1.0, (4 * rows * cols,), np.float32)
 

@@ -13,7 +13,8 @@ This module holds:
 * :func:`collect_sequential` - single credit-wrapped envs: env ``i`` plays ``tasks[i]`` until its
   wrapper hands out a credited group in ``info["credit"]`` (``group_size`` episodes in a row).
 * :func:`collect_parallel` - a grouped vector env under a vector credit wrapper: every sub-env
-  plays one episode, block ``b`` on ``tasks[b]``; groups arrive in ``infos["credit"]``.
+  plays one episode, block ``b`` on ``tasks[b]``; a group arrives in the ``info["credit"]`` of the
+  sub-env whose episode completed it (Gymnasium's per-sub-env ``infos`` layout).
 * :func:`play_episodes` - evaluation: one uncredited episode per task on plain envs.
 * :func:`take_samples` - move each credited step's sample from its :class:`Response` action into
   ``Step.extras`` (``prompt_ids`` int32, ``response_ids`` int32, ``logprobs`` float32,
@@ -316,9 +317,8 @@ def _drain(env: gym.Env) -> None:
 
 
 def _unbatch(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """Per-sub-env info dicts from a vector ``infos`` (``infos["credit"]`` is not per sub-env)."""
-    per_env = {k: v for k, v in infos.items() if k not in ("credit", "credit_dropped")}
-    return [sub_info(per_env, i) for i in range(n)]
+    """Per-sub-env info dicts from a vector ``infos`` (Gymnasium's layout, ``_key`` masks)."""
+    return [sub_info(infos, i) for i in range(n)]
 
 
 def block_size(envs: gym.vector.VectorEnv) -> int:
@@ -342,7 +342,7 @@ def collect_parallel(
     ``envs`` is a vector credit wrapper over a grouped vector env (``group_size`` attribute,
     ``NEXT_STEP`` autoreset, Gymnasium's ``reset_mask`` partial resets). Returns the credited
     groups and the number dropped: groups holding steps the learner did not sample, and groups the
-    wrapper dropped after an infrastructure failure (``infos["credit_dropped"]``).
+    wrapper dropped after an infrastructure failure (a sub-env's ``info["credit_dropped"]``).
     """
     stats = sample.stats
     n, size = envs.num_envs, block_size(envs)
@@ -373,13 +373,14 @@ def collect_parallel(
             actions[i] = r
         t0 = time.perf_counter()
         batch, _, terminated, truncated, batch_infos = envs.step(actions)
-        dropped += int(batch_infos.get("credit_dropped", 0))  # lost to infrastructure failures
-        for group in as_groups(batch_infos.get("credit")):
-            if take_samples(group):
-                groups.append(group)
-            else:
-                dropped += 1
         step_infos = _unbatch(batch_infos, n)
+        for info in step_infos:
+            dropped += int(info.get("credit_dropped", False))  # lost to infrastructure failures
+            for group in as_groups(info.get("credit")):
+                if take_samples(group):
+                    groups.append(group)
+                else:
+                    dropped += 1
         for i in idx:
             _record(stats, memories[i], prompts[i], obs[i], actions[i], step_infos[i])
             obs[i], infos[i] = batch[i], step_infos[i]

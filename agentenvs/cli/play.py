@@ -34,7 +34,7 @@ from typing import Any, TextIO
 
 import gymnasium as gym
 
-from cli.errors import CLIError, make_env, parse_env_kwargs
+from agentenvs.cli.errors import CLIError, make_env, parse_env_kwargs
 
 __all__ = ["play", "wrap_action", "add_parser", "run"]
 

@@ -32,8 +32,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from cli.errors import CLIError, check_env_id, parse_env_kwargs
-from cli.play import wrap_action
+from agentenvs.cli.errors import CLIError, check_env_id, parse_env_kwargs
+from agentenvs.cli.play import wrap_action
 
 __all__ = ["BenchResult", "bench_env", "format_table", "add_parser", "run"]
 

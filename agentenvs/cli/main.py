@@ -5,10 +5,10 @@ This module holds :data:`SUBCOMMANDS`, :func:`build_parser` and :func:`main`.
 =========  ==================  ====================================================
 command    module              what
 =========  ==================  ====================================================
-``list``   :mod:`cli.listing`  registered env ids and credit methods
-``play``   :mod:`cli.play`     a person plays an env in the terminal
-``view``   :mod:`cli.view`     the HTML credit viewer of a run directory
-``bench``  :mod:`cli.bench`    random-walk throughput of grouped vector envs
+``list``   :mod:`agentenvs.cli.listing`  registered env ids and credit methods
+``play``   :mod:`agentenvs.cli.play`     a person plays an env in the terminal
+``view``   :mod:`agentenvs.cli.view`     the HTML credit viewer of a run directory
+``bench``  :mod:`agentenvs.cli.bench`    random-walk throughput of grouped vector envs
 =========  ==================  ====================================================
 
 Exit status: 0 on success; 2 for a usage error (bad arguments, an unknown env id, a directory
@@ -30,8 +30,8 @@ from types import ModuleType
 
 import gymnasium as gym
 
-from cli import bench, listing, play, view
-from cli.errors import CLIError
+from agentenvs.cli import bench, listing, play, view
+from agentenvs.cli.errors import CLIError
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 

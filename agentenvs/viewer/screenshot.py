@@ -1,7 +1,7 @@
 """A screenshot of a run's viewer page in headless Chromium.
 
-    python -m viewer.screenshot RUN_DIR OUT.png [--width 1400] [--height 1800] [--max-groups 50]
-        [--task TASK_ID]
+    python -m agentenvs.viewer.screenshot RUN_DIR OUT.png [--width 1400] [--height 1800]
+        [--max-groups 50] [--task TASK_ID]
 
 This module holds :func:`open_browser` (headless Chromium through Selenium and the system's
 chromedriver, as the WebShop browser env starts it; the binaries are ``$WEBSHOP_CHROMIUM`` and
@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from viewer.compare import STRUCTURAL_METHODS
-from viewer.page import write_page
+from agentenvs.viewer.compare import STRUCTURAL_METHODS
+from agentenvs.viewer.page import write_page
 
 __all__ = ["CHROMIUM", "CHROMEDRIVER", "open_browser", "screenshot", "main"]
 
@@ -109,7 +109,7 @@ def screenshot(
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m viewer.screenshot", description=__doc__.split("\n")[0]
+        prog="python -m agentenvs.viewer.screenshot", description=__doc__.split("\n")[0]
     )
     p.add_argument("run_dir", metavar="RUN_DIR")
     p.add_argument("out", metavar="OUT.png")
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.run_dir, args.out, args.width, args.height, args.max_groups, task=args.task
         )
     except (ValueError, RuntimeError) as exc:
-        print(f"viewer.screenshot: error: {exc}", file=sys.stderr)
+        print(f"agentenvs.viewer.screenshot: error: {exc}", file=sys.stderr)
         return 2
     print(f"{path} ({path.stat().st_size / 1024:.0f} KiB)")
     return 0

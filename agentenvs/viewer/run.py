@@ -19,7 +19,7 @@ stored, give it ``TrajectoryStore(run_dir / "trajectories")``. Every run stored 
 >>> load_run(d / "nothing")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-viewer.run.NotARunError: ... is not a run directory: no trajectories/ and no metrics.csv in it
+agentenvs.viewer.run.NotARunError: ... is not a run directory: no trajectories/ and no metrics.csv in it
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``agentenvs view RUN_DIR``: write (and optionally serve) the run's HTML credit viewer page.
 
 This module holds the subcommand's :func:`add_parser` / :func:`run`; the page itself is
-:mod:`viewer` (:func:`viewer.page.write_page`, :func:`viewer.serve.serve`).
+:mod:`agentenvs.viewer` (:func:`~agentenvs.viewer.page.write_page`,
+:func:`~agentenvs.viewer.serve.serve`).
 
     agentenvs view runs/sokoban                      # writes runs/sokoban/view.html
     agentenvs view runs/sokoban --serve --port 8000  # and serves it on http://127.0.0.1:8000/
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 
-from cli.errors import CLIError
-from viewer.compare import STRUCTURAL_METHODS, parse_methods
+from agentenvs.cli.errors import CLIError
+from agentenvs.viewer.compare import STRUCTURAL_METHODS, parse_methods
 
 __all__ = ["add_parser", "run"]
 
@@ -43,8 +44,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from viewer.page import write_page
-    from viewer.serve import serve
+    from agentenvs.viewer.page import write_page
+    from agentenvs.viewer.serve import serve
 
     methods = parse_methods(args.methods)
     try:

@@ -1,6 +1,6 @@
 """The viewer's single self-contained HTML page.
 
-This module holds :func:`render_page` (a :class:`~viewer.run.RunData` to HTML text),
+This module holds :func:`render_page` (a :class:`~agentenvs.viewer.run.RunData` to HTML text),
 :func:`write_page` (a run directory to ``view.html``), :func:`line_chart` and :func:`excerpt`.
 
 The page has no external reference (CSS, JS and SVG are inline), so it works offline from
@@ -19,16 +19,16 @@ The page has no external reference (CSS, JS and SVG are inline), so it works off
   action (the parsed command in bold when the action is tagged), an observation excerpt
   (:data:`EXCERPT_CHARS` characters; the full text in a ``<details>``), the reward and the
   advantage, as a number and as the cell's colour; then the "methods" table (the group's
-  advantages under each method of :mod:`viewer.compare`, one strip of coloured squares per
-  trajectory) and GraphGPO's state graph (:mod:`viewer.graph`).
+  advantages under each method of :mod:`agentenvs.viewer.compare`, one strip of coloured squares
+  per trajectory) and GraphGPO's state graph (:mod:`agentenvs.viewer.graph`).
 
-Colours (:mod:`viewer.colors`): red for negative, white for 0, green for positive advantages,
-scaled per group by its largest ``|advantage|`` (per method in the methods table). Every text
-that comes from an env or a model is escaped.
+Colours (:mod:`agentenvs.viewer.colors`): red for negative, white for 0, green for positive
+advantages, scaled per group by its largest ``|advantage|`` (per method in the methods table).
+Every text that comes from an env or a model is escaped.
 
 >>> from agentenvs.core import Step, Trajectory
 >>> from agentenvs.core.store import StoredGroup
->>> from viewer.run import RunData
+>>> from agentenvs.viewer.run import RunData
 >>> g = StoredGroup("demo", 1, "grpo", "t#0", "t", 0.0, [
 ...     Trajectory("t", "t#0", [Step("<b>&", "up", 10.0, state_key="A", advantage=1.0)], success=True),
 ...     Trajectory("t", "t#0", [Step("<b>&", "down", 0.0, state_key="A", advantage=-1.0)])])
@@ -52,10 +52,15 @@ import numpy as np
 
 from agentenvs.core import Trajectory, parse_action
 from agentenvs.core.store import StoredGroup
-from viewer.colors import NEGATIVE, POSITIVE, advantage_color, group_scale
-from viewer.compare import STRUCTURAL_METHODS, MethodAdvantages, compare_methods, parse_methods
-from viewer.graph import graph_svg, state_graph
-from viewer.run import RunData, load_run
+from agentenvs.viewer.colors import NEGATIVE, POSITIVE, advantage_color, group_scale
+from agentenvs.viewer.compare import (
+    STRUCTURAL_METHODS,
+    MethodAdvantages,
+    compare_methods,
+    parse_methods,
+)
+from agentenvs.viewer.graph import graph_svg, state_graph
+from agentenvs.viewer.run import RunData, load_run
 
 __all__ = ["render_page", "write_page", "line_chart", "excerpt", "EXCERPT_CHARS", "CHARTS"]
 
@@ -393,7 +398,7 @@ def render_page(run: RunData, methods: Sequence[str] = STRUCTURAL_METHODS) -> st
     """The whole page of ``run`` as HTML text (see the module docstring).
 
     Args:
-        run: from :func:`~viewer.run.load_run`.
+        run: from :func:`~agentenvs.viewer.run.load_run`.
         methods: the methods the per-group "methods" table re-credits (names or aliases).
 
     Raises:
@@ -451,7 +456,7 @@ def write_page(
     """Render the run in ``run_dir`` to ``out`` (default ``run_dir/view.html``); returns its path.
 
     Raises:
-        viewer.run.NotARunError: ``run_dir`` is not a run directory.
+        agentenvs.viewer.run.NotARunError: ``run_dir`` is not a run directory.
         ValueError: an unknown method or ``max_groups < 0``.
     """
     run = load_run(run_dir, max_groups=max_groups)

@@ -15,7 +15,7 @@ nodes are ordered by the mean position of their predecessors (one barycentre swe
 most edges short and uncrossed. Forward edges that skip layers and backward edges are curved; a
 step that left the state unchanged (an invalid or blocked move) is a small loop. Edge width grows
 with the traversal count (printed when above 1); given the steps' advantages, each edge is
-coloured by the mean advantage of its traversals (:mod:`viewer.colors`).
+coloured by the mean advantage of its traversals (:mod:`agentenvs.viewer.colors`).
 
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(path, won):
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentenvs.core import Trajectory
-from viewer.colors import advantage_color, group_scale
+from agentenvs.viewer.colors import advantage_color, group_scale
 from wrappers.batch import StepBatch, state_signature
 from wrappers.graphgpo import BATCH_COLUMNS, GraphGPOConfig, build_graph, distances
 

@@ -9,7 +9,7 @@ with status 2), :func:`parse_env_kwargs` (the ``--env-kwargs`` JSON), :func:`che
 >>> parse_env_kwargs("[1]")
 Traceback (most recent call last):
 ...
-cli.errors.CLIError: --env-kwargs must be a JSON object, e.g. '{"max_steps": 5}', got '[1]'
+agentenvs.cli.errors.CLIError: --env-kwargs must be a JSON object, e.g. '{"max_steps": 5}', got '[1]'
 """
 
 from __future__ import annotations
