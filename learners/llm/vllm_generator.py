@@ -26,9 +26,9 @@ the HF backend.
 **Weight sync.** Full-weight training copies the policy's state dict into the engine's model in
 place (the worker's ``reload_weights``, which also redoes the processing some layers apply after
 loading, such as the CPU kernels' repacking; ``model.load_weights`` on a vLLM without it; the
-engine runs in this process, so no tensor is pickled). A LoRA policy is served natively: each sync saves the adapter (peft ``save_pretrained``)
-to a fresh scratch directory and generation uses a new ``LoRARequest`` id for it; the base weights
-never move and nothing is merged or copied.
+engine runs in this process, so no tensor is pickled). A LoRA policy is served natively: each sync
+saves the adapter (peft ``save_pretrained``) to a fresh scratch directory and generation uses a new
+``LoRARequest`` id for it; the base weights never move and nothing is merged or copied.
 
 **Sleep mode** (``sleep=True``): :meth:`VLLMGenerator.sleep` frees the engine's GPU memory for
 the update; LoRA policies sleep at level 1 (base weights kept in CPU memory, KV cache dropped),
