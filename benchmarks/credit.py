@@ -17,13 +17,13 @@ Three sections, printed as markdown tables:
    ``mode="mean_std_norm"`` (timed), on a real ``DataProto`` holding float64 tensors, one row per
    step, rows trajectory by trajectory as verl-agent's rollout loop gathers them, uuid strings as
    group and trajectory ids. Its inputs are built before timing starts (favouring it). Ours is
-   ``wrappers.gigpo.estimate`` with ``GiGPOConfig.reference()`` on the same Trajectory objects,
+   ``wrappers.estimate(trajectories, "gigpo", GiGPOConfig.reference())`` on the same Trajectory objects,
    end to end (batch building included). The advantages must agree to 1e-6. verl-agent's
    ``compute_step_discounted_returns`` casts rewards to float32 itself; its output is converted to
    float64 before the advantage step. Without the path, or when the file cannot be loaded, the
    section says why and is skipped.
 2. **Every method at each size:** ``estimate_batch`` on a flat :class:`~wrappers.batch.StepBatch`
-   built from arrays, and ``estimate`` on :class:`~agentenvs.core.Trajectory` objects (text state
+   built from arrays, and :func:`wrappers.estimate` on :class:`~agentenvs.core.Trajectory` objects (text state
    keys shared between a step's next state and the next step's state, as the episode recorder
    stores them; tagged LLM answers; key factorisation and answer parsing included). Both must
    agree.
@@ -67,6 +67,7 @@ from wrappers import (
     GraphGPOConfig,
     GRPOConfig,
     RTMCConfig,
+    estimate,
     gigpo,
     graphgpo,
     grpo,
@@ -296,7 +297,7 @@ def _verl_agent_section(path: str | None, sizes: Sequence[int], repeats: int) ->
         return
     config = GiGPOConfig.reference()
     print(
-        "Ours: `gigpo.estimate(trajectories, GiGPOConfig.reference())` from Trajectory objects "
+        'Ours: `estimate(trajectories, "gigpo", GiGPOConfig.reference())` from Trajectory objects '
         "(end to end) and `gigpo.estimate_batch` on a built batch (advantage step). verl-agent: "
         "`compute_step_discounted_returns` + `compute_gigpo_outcome_advantage` (end to end; its "
         "inputs built beforehand) and `compute_gigpo_outcome_advantage` alone (advantage step), "
@@ -317,7 +318,7 @@ def _verl_agent_section(path: str | None, sizes: Sequence[int], repeats: int) ->
         for _ in range(repeats - 1 if t_returns + t_adv < 5.0 else 0):  # best of, when cheap
             _, t_r, t_a = run_verl_agent_gigpo(module, inputs, config.gamma)
             t_returns, t_adv = min(t_returns, t_r), min(t_adv, t_a)
-        ours_e2e, ours = _best(lambda f=flat: gigpo.estimate(f, config), repeats)
+        ours_e2e, ours = _best(lambda f=flat: estimate(f, "gigpo", config), repeats)
         batch = StepBatch.from_trajectories(flat, columns=gigpo.BATCH_COLUMNS)
         ours_adv, _ = _best(
             lambda b=batch: gigpo.estimate_batch(dataclasses.replace(b), config), repeats
@@ -351,7 +352,7 @@ def _methods_section(
                 lambda m=module, c=config, b=batch: m.estimate_batch(dataclasses.replace(b), c),
                 repeats,
             )
-            e2e_s, e2e = _best(lambda m=module, c=config, f=flat: m.estimate(f, c), repeats)
+            e2e_s, e2e = _best(lambda n=name, c=config, f=flat: estimate(f, n, c), repeats)
             np.testing.assert_allclose(np.concatenate(e2e), fast, rtol=1e-9, atol=1e-9)
             results[(size, name)] = fast
             print(

@@ -28,7 +28,6 @@ from wrappers.hindsight import (
 )
 from wrappers.hisr import (
     action_log_importance,
-    estimate,
     estimate_batch,
     fuse,
     hisr_rewards,
@@ -47,6 +46,8 @@ from wrappers.segments import (
     progress_segments,
     repair_segments,
 )
+
+estimate = METHODS["hisr"].estimate  # the registry's one path, bound to hisr
 
 SEGS_71 = [(0, 0), (1, 2), (3, 3), (4, 4)]
 R_HAT_71 = np.array([0.10, 0.20, 0.10, 0.60])

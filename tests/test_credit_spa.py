@@ -15,6 +15,7 @@ import pytest
 import agentenvs
 from agentenvs.core import Step, Trajectory
 from wrappers import (
+    METHODS,
     ProgressCreditWrapper,
     SPAConfig,
     VectorCreditWrapper,
@@ -30,7 +31,9 @@ from wrappers.progress import (
     sum_loss,
 )
 from wrappers.rewards import reward_to_go
-from wrappers.spa import estimate, fuse, gae
+from wrappers.spa import fuse, gae
+
+estimate = METHODS["spa"].estimate  # the registry's one path, bound to spa
 
 
 class FixedEstimator:

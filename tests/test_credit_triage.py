@@ -41,7 +41,9 @@ from wrappers.judges import (
     make_judge,
     parse_judge_output,
 )
-from wrappers.triage import estimate, outcome_advantages, whiten
+from wrappers.triage import outcome_advantages, whiten
+
+estimate = METHODS["triage"].estimate  # the registry's one path, bound to triage
 
 
 class LabelJudge:

@@ -41,6 +41,7 @@ The wrappers repeat a task for a group, record the steps and emit credited traje
 True
 """
 
+from wrappers import methods  # noqa: F401  (registers the built-ins before anything resolves a name)
 from wrappers.base import (
     CreditWrapper,
     GiGPOCreditWrapper,
@@ -65,10 +66,12 @@ from wrappers.registry import (
     assign_advantages,
     canonical_name,
     config_signature,
+    estimate,
     get_method,
     make_config,
     method_names,
     register_method,
+    registered_methods,
     states_only,
     unregister_method,
 )
@@ -100,11 +103,13 @@ __all__ = [
     "CreditMethod",
     "MissingStateKeyWarning",
     "register_method",
+    "registered_methods",
     "unregister_method",
     "method_names",
     "canonical_name",
     "get_method",
     "assign_advantages",
+    "estimate",
     "make_config",
     "config_signature",
     "states_only",

@@ -9,8 +9,6 @@ This module holds:
 * :func:`hashable_key` - turn a state key (text, bytes, numpy array, list, dict) into a hashable value.
 * :func:`action_signature`, :func:`default_signature`, :func:`state_signature` - what identifies an
   action / a step.
-* :func:`estimate_trajectories` - the shared ``estimate`` driver: build a batch, run a flat-array
-  estimator, split the result back per trajectory.
 
 Codes are dense integers, numbered in order of first occurrence (states before next states). A
 ``None`` state key means "unknown": it gets a fresh code per occurrence, so it never matches
@@ -52,7 +50,6 @@ __all__ = [
     "state_signature",
     "hashable_key",
     "factorise",
-    "estimate_trajectories",
 ]
 
 #: ``signature(steps, t) -> (state_signature, action_signature)`` for step ``t`` of one trajectory.
@@ -663,21 +660,3 @@ class StepBatch:
         values = np.array(values, dtype=np.float64)  # a copy: the pieces do not alias the input
         bounds = self.offsets.tolist()
         return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def estimate_trajectories(
-    trajectories: Sequence[Trajectory],
-    estimate_batch: Callable[[StepBatch, Any], np.ndarray],
-    config: Any,
-    signature: Signature = state_signature,
-    columns: Collection[str] = COLUMNS,
-) -> list[np.ndarray]:
-    """Run a flat-array estimator on trajectories; one float64 array of advantages per trajectory.
-
-    ``columns`` names the batch columns the estimator reads (see :meth:`StepBatch.from_trajectories`).
-    """
-    trajectories = list(trajectories)
-    if not trajectories:
-        return []
-    batch = StepBatch.from_trajectories(trajectories, signature=signature, columns=columns)
-    return batch.split(estimate_batch(batch, config))

@@ -16,7 +16,7 @@ This module holds:
   them for one trajectory).
 * :func:`behaviour_loglik` - a learner action's behaviour log-likelihood total and token count.
 * :func:`trajectory_rewards` - the per-step fused rewards of trajectories (models consulted,
-  diagnostics and costs written); :func:`estimate_batch` / :func:`estimate` - advantages.
+  diagnostics and costs written); :func:`estimate_batch` - advantages (trajectories: :func:`wrappers.estimate`).
 * :class:`OnlineTrainer` - the bounded buffer and refits behind ``HISRConfig.online``.
 
 >>> import numpy as np
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.batch import StepBatch
 from wrappers.hindsight import (
     OUTCOMES,
     TurnRequest,
@@ -70,7 +70,6 @@ __all__ = [
     "trajectory_rewards",
     "OnlineTrainer",
     "estimate_batch",
-    "estimate",
 ]
 
 #: How turn importances combine into a segment's: the paper's plain ``"sum"``, or ``"mean"``.
@@ -556,12 +555,3 @@ def estimate_batch(batch: StepBatch, config: HISRConfig | None = None) -> np.nda
             costs[key] = costs.get(key, 0.0) + value
     out = np.concatenate(values) if values else np.zeros(0)
     return out.astype(np.float64)
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: HISRConfig | None = None
-) -> list[np.ndarray]:
-    """HISR advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or HISRConfig(), columns=BATCH_COLUMNS
-    )

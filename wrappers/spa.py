@@ -15,20 +15,21 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
 
 This module holds :class:`SPAConfig`, :class:`ProgressBuffer` (the online training state), the pure
 maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`, :func:`gae`) and
-:func:`estimate_batch` / :func:`estimate`.
+:func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> won = Trajectory("t", "g", [Step("o", "go", 0.0), Step("o", "take", 1.0)], success=True,
 ...                  final_observation="You take the mug.")
 >>> lost = Trajectory("t", "g", [Step("o", "go", 0.0), Step("o", "eat", 0.0)],
 ...                   final_observation="Nothing happens.")
 >>> config = SPAConfig(contribution_source="mean", advantage="rewards")
->>> [a.tolist() for a in estimate([won, lost], config)]
+>>> [a.tolist() for a in estimate([won, lost], "spa", config)]
 [[0.5, 0.5], [0.0, -0.5]]
 >>> won.steps[1].extras["spa"]
 {'contribution': 0.5, 'grounding': 1.0, 'reward': 0.5}
 >>> paper = SPAConfig(contribution_source="mean", advantage="rewards", grounding_mode="indicator")
->>> [a.tolist() for a in estimate([won, lost], paper)]
+>>> [a.tolist() for a in estimate([won, lost], "spa", paper)]
 [[1.0, 1.0], [0.5, 0.0]]
 """
 
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.batch import StepBatch
 from wrappers.progress import FitReport, ProgressEstimator, make_estimator
 from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
 
@@ -58,7 +59,6 @@ __all__ = [
     "baseline_contributions",
     "gae",
     "estimate_batch",
-    "estimate",
 ]
 
 #: SPA reads whole trajectories (``StepBatch.trajectories``), no state or action codes.
@@ -364,12 +364,3 @@ def estimate_batch(batch: StepBatch, config: SPAConfig | None = None) -> np.ndar
             for i, a in zip(members, relative, strict=True):
                 advantages[i] = a
     return np.concatenate(advantages) if advantages else np.zeros(0)
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: SPAConfig | None = None
-) -> list[np.ndarray]:
-    """SPA advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or SPAConfig(), columns=BATCH_COLUMNS
-    )

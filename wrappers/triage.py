@@ -8,8 +8,9 @@ in docs/triage.md.
 
 This module holds :class:`TriageConfig`, the pure maths (:func:`outcome_advantages`,
 :func:`process_rewards`, :func:`whiten`), :func:`judge_batch` (requests -> results, through the
-cache, one judge call per group) and :func:`estimate_batch` / :func:`estimate`.
+cache, one judge call per group) and :func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(keys, won, progress):
 ...     steps = [Step("o", a, 0.0, state_key=s, next_state_key=t, progress=p)
@@ -18,7 +19,7 @@ cache, one judge call per group) and :func:`estimate_batch` / :func:`estimate`.
 >>> win = traj([("A", "up", "B"), ("B", "up", "C")], True, [0.0, 1.0])   # E, then D
 >>> lose = traj([("A", "up", "B"), ("B", "down", "A")], False, [0.0, 0.0])  # E, then N
 >>> cfg = TriageConfig(whiten_scope="none", eps=0.0)
->>> [a.round(3).tolist() for a in estimate([win, lose], cfg)]
+>>> [a.round(3).tolist() for a in estimate([win, lose], "triage", cfg)]
 [[1.1, 1.2], [-0.9, -1.02]]
 >>> win.steps[1].extras["triage"]["role"], lose.info["credit"]["judge_segments"]
 ('D', 2.0)
@@ -34,8 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.batch import StepBatch
 from wrappers.judges.cache import JudgeCache
 from wrappers.judges.factory import check_judge_spec, make_judge
 from wrappers.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
@@ -51,7 +51,6 @@ __all__ = [
     "whiten",
     "judge_batch",
     "estimate_batch",
-    "estimate",
 ]
 
 #: Over which steps the raw advantages are whitened (docs/triage.md, section 2).
@@ -397,12 +396,3 @@ def _new_costs() -> dict[str, float]:
     keys = ("judge_calls", "judge_segments", "judge_cache_hits", "judge_tokens", "judge_seconds")
     roles = tuple(f"role_{r.value}" for r in Role)
     return dict.fromkeys((*keys, "judge_fallbacks", *roles), 0.0)
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: TriageConfig | None = None
-) -> list[np.ndarray]:
-    """TRIAGE advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or TriageConfig(), columns=BATCH_COLUMNS
-    )
