@@ -37,7 +37,7 @@ import numpy as np
 import agentenvs  # noqa: F401 - registers the envs
 from agentenvs.core import Trajectory
 from wrappers import CreditWrapper, TriageConfig, estimate
-from wrappers.judges import HFJudge, build_requests
+from wrappers.models.judges import HFJudge, build_requests
 
 ROOT = Path(__file__).resolve().parents[1]
 

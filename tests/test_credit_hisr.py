@@ -1,4 +1,4 @@
-"""HISR (wrappers/hisr.py, wrappers/segments.py, wrappers/hindsight.py): the golden vectors of
+"""HISR (wrappers/hisr.py, wrappers/segments.py, wrappers/models/hindsight.py): the golden vectors of
 docs/hisr.md section 7, the properties of section 8, the scorers, and the method end to end."""
 
 from __future__ import annotations
@@ -18,14 +18,6 @@ from wrappers import (
     make_config,
 )
 from wrappers.batch import StepBatch
-from wrappers.hindsight import (
-    FeatureScorer,
-    TurnRequest,
-    cloze_messages,
-    make_scorer,
-    train_hindsight,
-    turn_requests,
-)
 from wrappers.hisr import (
     action_log_importance,
     estimate_batch,
@@ -36,7 +28,15 @@ from wrappers.hisr import (
     segment_importance,
     trajectory_rewards,
 )
-from wrappers.progress import TabularProgressEstimator
+from wrappers.models.hindsight import (
+    FeatureScorer,
+    TurnRequest,
+    cloze_messages,
+    make_scorer,
+    train_hindsight,
+    turn_requests,
+)
+from wrappers.models.progress import TabularProgressEstimator
 from wrappers.rewards import reward_to_go
 from wrappers.segments import (
     FixedLengthSegmenter,

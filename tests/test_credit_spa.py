@@ -1,4 +1,4 @@
-"""SPA (``wrappers.spa``) and the progress estimators (``wrappers.progress``).
+"""SPA (``wrappers.spa``) and the progress estimators (``wrappers.models.progress``).
 
 Golden vectors are worked by hand in docs/spa.md, section 8; the properties are those of
 docs/spa.md, section 9. Tolerances: golden vectors 1e-6 (closed form) or 1e-3 (gradient descent);
@@ -22,7 +22,7 @@ from wrappers import (
     assign_advantages,
     make_config,
 )
-from wrappers.progress import (
+from wrappers.models.progress import (
     FeatureProgressEstimator,
     ProgressEstimator,
     TabularProgressEstimator,
@@ -334,7 +334,7 @@ def _text_task(rng, m):
 
 
 def test_hf_estimator_is_causal_deterministic_and_truncates(tiny_dir, tmp_path):
-    from wrappers.progress import HFProgressEstimator
+    from wrappers.models.progress import HFProgressEstimator
 
     trajs, targets = _text_task(np.random.default_rng(6), 4)
     est = HFProgressEstimator(tiny_dir, epochs=2, seed=0)
@@ -363,7 +363,7 @@ def test_hf_estimator_is_causal_deterministic_and_truncates(tiny_dir, tmp_path):
 
 
 def test_hf_estimator_sum_error_drops_tenfold(tiny_dir):
-    from wrappers.progress import HFProgressEstimator
+    from wrappers.models.progress import HFProgressEstimator
 
     trajs, targets = _text_task(np.random.default_rng(7), 32)
     est = HFProgressEstimator(tiny_dir, epochs=50, batch_size=8, lr=1e-3, seed=0)  # 200 steps

@@ -1,4 +1,4 @@
-"""TRIAGE (wrappers/triage.py, wrappers/judges/): the maths, the judges and the plumbing.
+"""TRIAGE (wrappers/triage.py, wrappers/models/judges/): the maths, the judges and the plumbing.
 
 The golden values are worked by hand in docs/triage.md, section 10; the properties are those of
 docs/triage.md, section 2; the oracle's rules are docs/triage.md, section 7.
@@ -28,7 +28,7 @@ from wrappers import (
     assign_advantages,
     make_config,
 )
-from wrappers.judges import (
+from wrappers.models.judges import (
     HTTPJudge,
     JudgeFallbackWarning,
     JudgeRequest,

@@ -9,12 +9,12 @@ numpy; the model-based ones, TRIAGE, HISR and SPA, consult a model held by their
   ``"graphgpo"`` (alias ``"graph"``).
 * :mod:`wrappers.rtmc` - RTMC rollout-tree Monte Carlo (:class:`RTMCConfig`), ``"rtmc"``.
 * :mod:`wrappers.triage` - TRIAGE role-typed credit from a judge (:class:`TriageConfig`),
-  ``"triage"``; its judges are in :mod:`wrappers.judges`.
+  ``"triage"``; its judges are in :mod:`wrappers.models.judges`.
 * :mod:`wrappers.hisr` - HISR hindsight-modulated segmental process rewards (:class:`HISRConfig`),
   ``"hisr"``; its segmenters are in :mod:`wrappers.segments`, its scorers in
-  :mod:`wrappers.hindsight`.
+  :mod:`wrappers.models.hindsight`.
 * :mod:`wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
-  progress estimators (shared with HISR) are in :mod:`wrappers.progress`.
+  progress estimators (shared with HISR) are in :mod:`wrappers.models.progress`.
 
 Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-array
 ``estimate_batch(StepBatch, config) -> np.ndarray``. The rest of the package:
@@ -30,7 +30,7 @@ Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-arr
 * :mod:`wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
 * :mod:`wrappers.batch`, :mod:`wrappers.stats`, :mod:`wrappers.matching` - estimator internals.
 * :mod:`wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
-* :mod:`wrappers.hf` - loading a local Hugging Face causal LM (the model-based methods).
+* :mod:`wrappers.models.hf` - loading a local Hugging Face causal LM (the model-based methods).
 
 The wrappers repeat a task for a group, record the steps and emit credited trajectories in
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.

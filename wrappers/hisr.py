@@ -1,7 +1,7 @@
 """HISR: hindsight-modulated segmental process rewards, as a critic-free credit method.
 
 A trajectory's outcome ``R`` is split over its segments by a segment process-reward model (SPRM,
-a :mod:`wrappers.progress` estimator read per segment); each segment's share is re-weighted by how
+a :mod:`wrappers.models.progress` estimator read per segment); each segment's share is re-weighted by how
 much more likely a hindsight model (which sees the future and ``R``) finds the segment's actions
 than the policy did; the re-weighted reward goes on the segment's last step and is fused with an
 action-grounding reward; group-relative reward-to-go turns the step rewards into advantages. The
@@ -40,14 +40,14 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers.batch import StepBatch
-from wrappers.hindsight import (
+from wrappers.models.hindsight import (
     OUTCOMES,
     TurnRequest,
     make_scorer,
     trajectory_outcome,
     turn_requests,
 )
-from wrappers.progress import make_estimator
+from wrappers.models.progress import make_estimator
 from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
 from wrappers.segments import Segments, make_segmenter, per_turn, segment, segment_ends
 
@@ -101,8 +101,8 @@ class HISRConfig:
 
     Models may be given as objects or as text specs, resolved when the config is made:
     ``segmenter`` (:func:`wrappers.segments.make_segmenter`), ``sprm``
-    (:func:`wrappers.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
-    (:func:`wrappers.hindsight.make_scorer`). The runtime state of online training lives in
+    (:func:`wrappers.models.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
+    (:func:`wrappers.models.hindsight.make_scorer`). The runtime state of online training lives in
     ``trainer`` (not an option).
     """
 

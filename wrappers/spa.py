@@ -45,7 +45,8 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers.batch import StepBatch
-from wrappers.progress import FitReport, ProgressEstimator, make_estimator
+from wrappers.models.fit import FitReport
+from wrappers.models.progress import ProgressEstimator, make_estimator
 from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
 
 __all__ = [
@@ -121,7 +122,7 @@ class SPAConfig:
             telescope to the outcome; the papers' 0.99 is a critic's GAE setting).
         advantage: ``"group_relative"`` (default) or ``"rewards"`` (the fused rewards themselves).
         eps: added to the group std (default 1e-6).
-        estimator: a progress estimator, or a spec for :func:`wrappers.progress.make_estimator`
+        estimator: a progress estimator, or a spec for :func:`wrappers.models.progress.make_estimator`
             (``"features"``, default; ``"tabular"``; ``"hf:<dir>"``; a saved file); resolved here.
         estimator_options: keyword options for an estimator built from a spec (e.g.
             ``{"epochs": 50, "lr": 1e-3}``).

@@ -36,10 +36,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from wrappers.batch import StepBatch
-from wrappers.judges.cache import JudgeCache
-from wrappers.judges.factory import check_judge_spec, make_judge
-from wrappers.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
-from wrappers.judges.roles import ROLE_REWARDS, Role, parse_role
+from wrappers.models.judges.cache import JudgeCache
+from wrappers.models.judges.factory import check_judge_spec, make_judge
+from wrappers.models.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
+from wrappers.models.judges.roles import ROLE_REWARDS, Role, parse_role
 
 __all__ = [
     "TriageConfig",
@@ -116,7 +116,7 @@ class TriageConfig:
     """A judge object or a text spec (see the class docstring)."""
     judge_max_error_fraction: float = 0.5
     """For a judge given as an http(s) URL: the share of failed requests past which judging raises
-    ``RuntimeError`` (:class:`~wrappers.judges.HTTPJudge`'s ``max_error_fraction``; 1.0 never)."""
+    ``RuntimeError`` (:class:`~wrappers.models.judges.HTTPJudge`'s ``max_error_fraction``; 1.0 never)."""
 
     #: Fields where the paper's training stack differs from the defaults: verl's GRPO group std is
     #: the sample std.

@@ -10,7 +10,6 @@ This module holds:
 
 * :class:`ProgressEstimator` - the protocol: ``trained``, :meth:`~ProgressEstimator.contributions`,
   :meth:`~ProgressEstimator.fit`, ``state_dict`` / ``load_state_dict``, ``save``.
-* :class:`FitReport` - what one :meth:`~ProgressEstimator.fit` call did.
 * :class:`TabularProgressEstimator` - a table ``(unit index, action signature) -> weight``, zero
   init, full-batch gradient descent (reproduces the minimum-norm golden vectors of docs/spa.md 8.3).
 * :class:`FeatureProgressEstimator` - a small torch MLP on fixed-size step features (flattened array
@@ -44,7 +43,6 @@ import time
 import warnings
 import zlib
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,11 +50,11 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers.batch import action_signature, hashable_key
-from wrappers.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
+from wrappers.models.fit import FitReport, fit_epochs
+from wrappers.models.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
 
 __all__ = [
     "ProgressEstimator",
-    "FitReport",
     "TabularProgressEstimator",
     "FeatureProgressEstimator",
     "HFProgressEstimator",
@@ -72,18 +70,6 @@ __all__ = [
 ESTIMATOR_SPECS = ("features", "tabular")
 
 
-@dataclass(frozen=True)
-class FitReport:
-    """One :meth:`ProgressEstimator.fit` call: the mean squared sum error (target units squared)
-    before and after training, the epochs (passes over the data, or gradient iterations for the
-    full-batch tabular estimator) and the wall-clock seconds it took."""
-
-    loss_before: float
-    loss_after: float
-    epochs: int
-    seconds: float
-
-
 @runtime_checkable
 class ProgressEstimator(Protocol):
     """What SPA and HISR need of a progress estimator (docs/spa.md, section 5).
@@ -92,7 +78,7 @@ class ProgressEstimator(Protocol):
     unit (steps when ``ends`` is ``None``, else segments). ``fit(trajectories, targets, ends=None,
     epochs=None)`` trains so that each trajectory's contributions sum to its target, for ``epochs``
     passes (``None``: the estimator's own setting; an online refit continues from the current
-    weights and needs few), and returns a :class:`FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
+    weights and needs few), and returns a :class:`~wrappers.models.fit.FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
     """
 
     trained: bool
@@ -486,26 +472,26 @@ class FeatureProgressEstimator:
             return (sums - yt)[torch.as_tensor(rows)] ** 2
 
         everyone = np.arange(m)
-        with torch.no_grad():
-            before = float(errors(everyone).mean())
         opt = torch.optim.Adam(
             self.net.parameters(), lr=self.options["lr"], weight_decay=self.options["weight_decay"]
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
         bs = self.options["batch_size"]
         epochs = self.options["epochs"] if epochs is None else int(epochs)
-        for _ in range(epochs):
-            order = rng.permutation(m) if bs < m else everyone
-            for lo in range(0, m, bs):
-                loss = errors(np.sort(order[lo : lo + bs])).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        with torch.no_grad():
-            after = float(errors(everyone).mean())
+        report = fit_epochs(
+            lambda rows: errors(rows).mean(),
+            lambda: errors(everyone).mean(),
+            opt,
+            n=m,
+            epochs=epochs,
+            start=start,
+            batch_size=bs,
+            rng=rng if bs < m else None,
+            sort_batches=True,
+        )
         self._fits += 1
         self.trained = True
-        return FitReport(before, after, epochs, time.perf_counter() - start)
+        return report
 
     def state_dict(self) -> dict:
         """The network's tensors (``net.*``), its input size and the fit count."""
@@ -761,30 +747,28 @@ class HFProgressEstimator:
         if m == 0:
             self.trained = True
             return FitReport(0.0, 0.0, 0, time.perf_counter() - start)
-        with torch.no_grad():
-            before = float(errors(everyone).mean())
         params = list(self.head.parameters())
         if train_backbone:
             params += list(self.backbone.parameters())
         opt = torch.optim.AdamW(
             params, lr=self.options["lr"], weight_decay=self.options["weight_decay"]
         )
-        rng = np.random.default_rng([self.options["seed"], self._fits])
-        bs = self.options["batch_size"]
         epochs = self.options["epochs"] if epochs is None else int(epochs)
-        for _ in range(epochs):
-            order = rng.permutation(m)
-            for lo in range(0, m, bs):
-                loss = errors(order[lo : lo + bs]).mean()
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, self.options["grad_clip"])
-                opt.step()
-        with torch.no_grad():
-            after = float(errors(everyone).mean())
+        report = fit_epochs(
+            lambda rows: errors(rows).mean(),
+            lambda: errors(everyone).mean(),
+            opt,
+            n=m,
+            epochs=epochs,
+            start=start,
+            batch_size=self.options["batch_size"],
+            rng=np.random.default_rng([self.options["seed"], self._fits]),
+            clip=self.options["grad_clip"],
+            params=params,
+        )
         self._fits += 1
         self.trained = True
-        return FitReport(before, after, epochs, time.perf_counter() - start)
+        return report
 
     def state_dict(self) -> dict:
         """The head's tensors (``head.*``), the backbone's (``backbone.*``) when it trains, and
