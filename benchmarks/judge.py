@@ -76,7 +76,9 @@ def throughput(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     trajectories = sokoban_groups(args.groups)
     n_segments = sum(len(t) for t in trajectories)
-    oracle = best_of(lambda: estimate(trajectories, "triage", TriageConfig(cache=False)), args.repeats)
+    oracle = best_of(
+        lambda: estimate(trajectories, "triage", TriageConfig(cache=False)), args.repeats
+    )
 
     model_dir = resolve_model("tiny")
     requests = [r for t in trajectories for r in build_requests(t)][: args.hf_segments]

@@ -32,6 +32,7 @@ from wrappers.models.progress import (
 )
 from wrappers.rewards import reward_to_go
 from wrappers.spa import fuse, gae
+from wrappers.spa import online_state as spa_state
 
 estimate = METHODS["spa"].estimate  # the registry's one path, bound to spa
 
@@ -229,7 +230,9 @@ def test_config_errors_are_clear():
         TabularProgressEstimator().contributions(_two_step_task()[:1], ends=[[0]])
     with pytest.raises(ValueError, match="targets"):
         TabularProgressEstimator().fit(_two_step_task(), [1.0])
-    assert isinstance(make_config("spa", estimator="tabular").estimator, ProgressEstimator)
+    assert isinstance(
+        spa_state(make_config("spa", estimator="tabular")).estimator, ProgressEstimator
+    )
 
 
 # -- trained estimators --------------------------------------------------------------------------------
@@ -263,7 +266,7 @@ def test_online_refits_continue_for_refit_epochs():
     reports = []
     for group in groups:
         assign_advantages([group], "spa", config)
-        reports.append(config.buffer.last)
+        reports.append(spa_state(config).buffer.last)
     assert [r.epochs for r in reports] == [40, 3, 3]
     assert reports[1].loss_before > 0 and reports[2].loss_after < reports[1].loss_before
     with pytest.raises(ValueError, match="refit_epochs"):
@@ -401,12 +404,13 @@ def test_progress_wrapper_trains_online_on_sokoban_discrete():
             )
             assert np.all(np.isfinite(t.advantages))
     assert (
-        config.buffer.fits == 4 and config.buffer.last.loss_after < config.buffer.last.loss_before
+        spa_state(config).buffer.fits == 4
+        and spa_state(config).buffer.last.loss_after < spa_state(config).buffer.last.loss_before
     )
-    buffered = [t for t, _ in config.buffer.items]
-    targets = [r for _, r in config.buffer.items]
+    buffered = [t for t, _ in spa_state(config).buffer.items]
+    targets = [r for _, r in spa_state(config).buffer.items]
     zero_loss = float(np.mean(np.square(targets)))  # what an untrained (all-zero) estimator scores
-    assert sum_loss(config.estimator.contributions(buffered), targets) < 0.5 * zero_loss
+    assert sum_loss(spa_state(config).estimator.contributions(buffered), targets) < 0.5 * zero_loss
 
 
 def test_credit_ppo_learns_with_spa():
@@ -421,7 +425,7 @@ def test_credit_ppo_learns_with_spa():
     model = CreditPPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=0)
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(256)
-    assert model.num_timesteps >= 256 and config.buffer.fits > 0
+    assert model.num_timesteps >= 256 and spa_state(config).buffer.fits > 0
     assert np.all(np.isfinite(model.rollout_buffer.advantages))
     assert any(not (a == b).all() for a, b in zip(before, model.policy.parameters(), strict=True))
 

@@ -41,6 +41,7 @@ from wrappers.models.judges import (
     make_judge,
     parse_judge_output,
 )
+from wrappers.triage import online_state as triage_state
 from wrappers.triage import outcome_advantages, whiten
 
 estimate = METHODS["triage"].estimate  # the registry's one path, bound to triage
@@ -270,7 +271,9 @@ def test_scalar_mode():
 
 
 def test_config_checks_and_presets():
-    assert TriageConfig().judge == "oracle" and isinstance(TriageConfig().get_judge(), OracleJudge)
+    assert TriageConfig().judge == "oracle" and isinstance(
+        triage_state(TriageConfig()).judge, OracleJudge
+    )
     assert make_config("triage", judge="oracle", lam=0.4).lam == 0.4
     assert TriageConfig.reference("alfworld").lam == 0.2
     assert TriageConfig.reference("agentenvs/SearchQA-v0", lam=0.3).lam == 0.3
@@ -539,7 +542,10 @@ def test_a_judge_url_with_no_server_warns_then_raises():
     tolerant = TriageConfig(judge=config.judge, judge_max_error_fraction=1.0)
     with pytest.warns(JudgeFallbackWarning):  # 12 segments fall back, nothing raised
         estimate(golden_group(), tolerant)
-    assert tolerant.get_judge().errors == 12 and tolerant.get_judge().max_error_fraction == 1.0
+    assert (
+        triage_state(tolerant).judge.errors == 12
+        and triage_state(tolerant).judge.max_error_fraction == 1.0
+    )
     with pytest.raises(ValueError, match="max_error_fraction must be in"):
         HTTPJudge(down.url, max_error_fraction=1.5)
     with pytest.raises(ValueError, match="judge_max_error_fraction must be in"):

@@ -42,7 +42,7 @@ __all__ = [
 BATCH_COLUMNS = ("state",)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GiGPOConfig(GRPOConfig):
     """GiGPO (docs/credit.md, section 4). Inherits the episode-term fields of :class:`~wrappers.grpo.GRPOConfig`; ``norm``
     applies to both terms (the reference ``mode``: ``"mean_std"`` = ``mean_std_norm``, ``"mean"`` =

@@ -60,7 +60,7 @@ REWARD_CONVENTIONS = ("paper", "reference")
 BATCH_COLUMNS = ("state", "next_state", "cost")
 
 
-@dataclass
+@dataclass(frozen=True)
 class GraphGPOConfig(GRPOConfig):
     """GraphGPO (docs/credit.md, section 5). Inherits the episode-term fields of
     :class:`~wrappers.grpo.GRPOConfig`; ``norm``, ``ddof`` and ``eps`` also apply to the

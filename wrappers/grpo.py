@@ -44,7 +44,7 @@ PENALTY_SCOPES = ("episode", "step")
 BATCH_COLUMNS: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class GRPOConfig:
     """GRPO outcome advantage; the fields are shared by the GiGPO and GraphGPO episode terms."""
 

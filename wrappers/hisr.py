@@ -17,7 +17,8 @@ This module holds:
 * :func:`behaviour_loglik` - a learner action's behaviour log-likelihood total and token count.
 * :func:`trajectory_rewards` - the per-step fused rewards of trajectories (models consulted,
   diagnostics and costs written); :func:`estimate_batch` - advantages (trajectories: :func:`wrappers.estimate`).
-* :class:`OnlineTrainer` - the bounded buffer and refits behind ``HISRConfig.online``.
+* :class:`OnlineTrainer` - the bounded buffer and refits behind ``HISRConfig.online``;
+  :class:`HISRState` - the online state of a config (its models and trainer), :data:`online_state`.
 
 >>> import numpy as np
 >>> out = hisr_rewards(np.array([0.1, 0.2, 0.1, 0.6]), np.log([0.904837, 1.221403, 1.105171,
@@ -33,7 +34,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,11 +44,13 @@ from wrappers.batch import StepBatch
 from wrappers.models.hindsight import (
     OUTCOMES,
     TurnRequest,
+    check_scorer_spec,
     make_scorer,
     trajectory_outcome,
     turn_requests,
 )
-from wrappers.models.progress import make_estimator
+from wrappers.models.online import OnlineStates
+from wrappers.models.progress import check_estimator_spec, make_estimator
 from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
 from wrappers.segments import Segments, make_segmenter, per_turn, segment, segment_ends
 
@@ -69,6 +72,8 @@ __all__ = [
     "behaviour_loglik",
     "trajectory_rewards",
     "OnlineTrainer",
+    "HISRState",
+    "online_state",
     "estimate_batch",
 ]
 
@@ -95,15 +100,15 @@ def _choice(name: str, value: str, choices: Sequence[str]) -> None:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class HISRConfig:
     """HISR's options (docs/hisr.md, section 6 lists the defaults and where they come from).
 
     Models may be given as objects or as text specs, resolved when the config is made:
     ``segmenter`` (:func:`wrappers.segments.make_segmenter`), ``sprm``
     (:func:`wrappers.models.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
-    (:func:`wrappers.models.hindsight.make_scorer`). The runtime state of online training lives in
-    ``trainer`` (not an option).
+    (:func:`wrappers.models.hindsight.make_scorer`). A spec is checked here; the models are built,
+    and trained online, by the method's online state (:class:`HISRState`, :data:`online_state`).
     """
 
     beta: float = 0.3
@@ -164,7 +169,6 @@ class HISRConfig:
     """Discount of the critic-free reward-to-go."""
     eps: float = 1e-6
     """Added to the group std of the critic-free advantage."""
-    trainer: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _choice("segment_aggregation", self.segment_aggregation, AGGREGATIONS)
@@ -186,12 +190,11 @@ class HISRConfig:
             raise ValueError("refit_epochs must be >= 1 or None")
         if not 0.0 <= self.gamma <= 1.0 or self.eps < 0:
             raise ValueError("gamma must lie in [0, 1] and eps be >= 0")
-        self.markers = tuple(self.markers)
-        self.segmenter = make_segmenter(self.segmenter)
-        self.sprm = make_estimator(self.sprm)
-        self.hindsight = make_scorer(self.hindsight, "hindsight")
-        self.policy_scorer = make_scorer(self.policy_scorer, "policy")
-        self.trainer = OnlineTrainer(self.buffer_size)
+        object.__setattr__(self, "markers", tuple(self.markers))
+        make_segmenter(self.segmenter)  # checks the spec (a segmenter is a plain function)
+        check_estimator_spec(self.sprm)
+        check_scorer_spec(self.hindsight, "hindsight")
+        check_scorer_spec(self.policy_scorer, "policy")
 
 
 # -- the pure stages ---------------------------------------------------------------------------------
@@ -352,7 +355,9 @@ def behaviour_loglik(step: Any) -> tuple[float, int] | None:
 
 
 def _segments_of(trajectory: Trajectory, config: HISRConfig) -> Segments:
-    return segment(trajectory, config.segmenter) if config.use_segments else per_turn(trajectory)
+    if not config.use_segments:
+        return per_turn(trajectory)
+    return segment(trajectory, online_state(config).segmenter)
 
 
 def _sprm_rewards(
@@ -360,7 +365,8 @@ def _sprm_rewards(
 ) -> tuple[list[np.ndarray], bool]:
     """Segment rewards per trajectory, and whether the untrained fallback gave them (the whole
     outcome on the last segment)."""
-    if not config.sprm.trained:
+    sprm = online_state(config).sprm
+    if not sprm.trained:
         out = []
         for t, s in zip(trajs, segs, strict=True):
             r = np.zeros(len(s))
@@ -368,21 +374,23 @@ def _sprm_rewards(
             out.append(r)
         return out, True
     ends = [segment_ends(s) for s in segs]
-    return [np.asarray(c, np.float64) for c in config.sprm.contributions(trajs, ends)], False
+    return [np.asarray(c, np.float64) for c in sprm.contributions(trajs, ends)], False
 
 
 def _policy_side(requests: Sequence[TurnRequest], config: HISRConfig) -> str:
     """``"behaviour"`` or ``"scorer"``: where the policy likelihoods of ``requests`` come from."""
     carried = all(behaviour_loglik(r.trajectory.steps[r.turn]) is not None for r in requests)
+    models = online_state(config)
+    hindsight, policy = models.hindsight.unit, models.policy_scorer.unit
     source = config.policy_source
     if source == "auto":
-        source = "behaviour" if carried and config.hindsight.unit == "token" else "scorer"
+        source = "behaviour" if carried and hindsight == "token" else "scorer"
     if source == "behaviour" and not carried:
         raise ValueError("policy_source='behaviour' but some actions carry no logprobs")
-    if source == "scorer" and config.policy_scorer.unit != config.hindsight.unit:
+    if source == "scorer" and policy != hindsight:
         raise ValueError(
-            f"the hindsight scorer counts {config.hindsight.unit}s, the policy scorer "
-            f"{config.policy_scorer.unit}s: give scorers of the same kind (docs/hisr.md, 3.3)"
+            f"the hindsight scorer counts {hindsight}s, the policy scorer "
+            f"{policy}s: give scorers of the same kind (docs/hisr.md, 3.3)"
         )
     return source
 
@@ -394,13 +402,14 @@ def _log_importance(
     the scoring seconds and the units scored."""
     start = time.perf_counter()
     side = _policy_side(requests, config)
-    if not config.hindsight.trained or (side == "scorer" and not config.policy_scorer.trained):
+    models = online_state(config)
+    if not models.hindsight.trained or (side == "scorer" and not models.policy_scorer.trained):
         return None, side, 0.0, 0
-    hind = np.array(config.hindsight.score(requests), np.float64).reshape(-1, 2)
+    hind = np.array(models.hindsight.score(requests), np.float64).reshape(-1, 2)
     if side == "behaviour":
         pol = [behaviour_loglik(r.trajectory.steps[r.turn]) for r in requests]
     else:
-        pol = config.policy_scorer.score(requests)
+        pol = models.policy_scorer.score(requests)
     pol = np.array(pol, np.float64).reshape(-1, 2)
     log_z = action_log_importance(
         hind[:, 0], hind[:, 1], pol[:, 0], pol[:, 1], config.beta, config.logratio_clip
@@ -511,16 +520,34 @@ class OnlineTrainer:
         targets = [trajectory_outcome(t, config.outcome) for t in data]
         ends = [segment_ends(_segments_of(t, config)) for t in data]
         passes = config.refit_epochs if self.fits else None  # the first fit: the models' own
-        report["sprm_loss"] = config.sprm.fit(data, targets, ends, epochs=passes).loss_after
+        models = online_state(config)
+        report["sprm_loss"] = models.sprm.fit(data, targets, ends, epochs=passes).loss_after
         if config.use_hindsight:
             requests = turn_requests(data, config.outcome)
-            report["hindsight_loss"] = config.hindsight.fit(requests, epochs=passes).loss_after
+            report["hindsight_loss"] = models.hindsight.fit(requests, epochs=passes).loss_after
             if _policy_side(requests, config) == "scorer":
-                fitted = config.policy_scorer.fit(requests, epochs=passes)
+                fitted = models.policy_scorer.fit(requests, epochs=passes)
                 report["policy_loss"] = fitted.loss_after
         report["fit_seconds"] = time.perf_counter() - start
         self.fits += 1
         return report
+
+
+class HISRState:
+    """HISR's online state for one config: its models built from their specs (``segmenter``,
+    ``sprm``, ``hindsight``, ``policy_scorer``) and ``trainer`` (an :class:`OnlineTrainer` of
+    ``config.buffer_size``)."""
+
+    def __init__(self, config: HISRConfig) -> None:
+        self.segmenter = make_segmenter(config.segmenter)
+        self.sprm = make_estimator(config.sprm)
+        self.hindsight = make_scorer(config.hindsight, "hindsight")
+        self.policy_scorer = make_scorer(config.policy_scorer, "policy")
+        self.trainer = OnlineTrainer(config.buffer_size)
+
+
+#: ``online_state(config)``: the :class:`HISRState` of a config object (made on first use).
+online_state: OnlineStates[HISRConfig, HISRState] = OnlineStates(HISRState)
 
 
 # -- advantages ----------------------------------------------------------------------------------------
@@ -549,7 +576,7 @@ def estimate_batch(batch: StepBatch, config: HISRConfig | None = None) -> np.nda
             for i, adv in zip(members, normed, strict=True):
                 values[i] = adv
     if config.online and trajs:
-        fitted = config.trainer.observe(trajs, batch.n_groups, config)
+        fitted = online_state(config).trainer.observe(trajs, batch.n_groups, config)
         costs = trajs[0].info.setdefault("credit", {})
         for key, value in fitted.items():
             costs[key] = costs.get(key, 0.0) + value

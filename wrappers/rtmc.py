@@ -79,7 +79,7 @@ def cumulative_set_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, H
     return frozenset(action_signature(s) for s in steps[:t]), action_signature(steps[t])
 
 
-@dataclass
+@dataclass(frozen=True)
 class RTMCConfig:
     """RTMC (docs/credit.md, section 6). The paper's discount and step rewards were lost from its
     text, so ``gamma`` is our default (docs/credit.md, section 7)."""

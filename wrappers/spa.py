@@ -13,7 +13,9 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
 * advantage: the reward-to-go of ``r`` normalised over the group's steps (``advantage=
   "group_relative"``), or ``r`` itself (``advantage="rewards"``) for a learner running its own GAE.
 
-This module holds :class:`SPAConfig`, :class:`ProgressBuffer` (the online training state), the pure
+This module holds :class:`SPAConfig` (frozen values), :class:`SPAState` (the online state: the
+estimator built from the config's spec and its :class:`ProgressBuffer`; :data:`online_state` gives
+a config's), the pure
 maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`, :func:`gae`) and
 :func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
 
@@ -38,7 +40,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,12 +48,15 @@ import numpy as np
 from agentenvs.core import Trajectory
 from wrappers.batch import StepBatch
 from wrappers.models.fit import FitReport
-from wrappers.models.progress import ProgressEstimator, make_estimator
+from wrappers.models.online import OnlineStates
+from wrappers.models.progress import ProgressEstimator, check_estimator_spec, make_estimator
 from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
 
 __all__ = [
     "SPAConfig",
     "ProgressBuffer",
+    "SPAState",
+    "online_state",
     "BATCH_COLUMNS",
     "OUTCOMES",
     "SOURCES",
@@ -102,7 +107,7 @@ class ProgressBuffer:
         return self.last
 
 
-@dataclass
+@dataclass(frozen=True)
 class SPAConfig:
     """Options of ``"spa"`` (docs/spa.md, section 7 lists each default and where it comes from).
 
@@ -123,7 +128,8 @@ class SPAConfig:
         advantage: ``"group_relative"`` (default) or ``"rewards"`` (the fused rewards themselves).
         eps: added to the group std (default 1e-6).
         estimator: a progress estimator, or a spec for :func:`wrappers.models.progress.make_estimator`
-            (``"features"``, default; ``"tabular"``; ``"hf:<dir>"``; a saved file); resolved here.
+            (``"features"``, default; ``"tabular"``; ``"hf:<dir>"``; a saved file); checked here,
+            built by the online state (:class:`SPAState`).
         estimator_options: keyword options for an estimator built from a spec (e.g.
             ``{"epochs": 50, "lr": 1e-3}``).
         online: train the estimator on the groups it credits (default ``True``).
@@ -156,7 +162,6 @@ class SPAConfig:
     refit_epochs: int | None = 10
     untrained: str = "sparse"
     seed: int = 0
-    buffer: ProgressBuffer = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -176,10 +181,25 @@ class SPAConfig:
             raise ValueError("buffer_size and refit_every must be >= 1")
         if self.refit_epochs is not None and self.refit_epochs < 1:
             raise ValueError("refit_epochs must be >= 1 or None")
-        self.markers = tuple(self.markers)
+        object.__setattr__(self, "markers", tuple(self.markers))
         if self.contribution_source == "estimator":
-            self.estimator = make_estimator(self.estimator, **(self.estimator_options or {}))
-        self.buffer = ProgressBuffer(self.buffer_size)
+            check_estimator_spec(self.estimator, **(self.estimator_options or {}))
+
+
+class SPAState:
+    """SPA's online state for one config: ``estimator`` (built from ``config.estimator``; ``None``
+    for a baseline contribution source) and ``buffer`` (a :class:`ProgressBuffer` of
+    ``config.buffer_size``)."""
+
+    def __init__(self, config: SPAConfig) -> None:
+        self.estimator: ProgressEstimator | None = None
+        if config.contribution_source == "estimator":
+            self.estimator = make_estimator(config.estimator, **(config.estimator_options or {}))
+        self.buffer = ProgressBuffer(config.buffer_size)
+
+
+#: ``online_state(config)``: the :class:`SPAState` of a config object (made on first use).
+online_state: OnlineStates[SPAConfig, SPAState] = OnlineStates(SPAState)
 
 
 # -- pure maths --------------------------------------------------------------------------------------
@@ -299,12 +319,13 @@ def _contributions(
     if source != "estimator":
         rng = np.random.default_rng(config.seed)
         return baseline_contributions(source, targets, lengths, batch.traj_group, rng)
-    estimator = config.estimator
+    state = online_state(config)
+    estimator = state.estimator
     costs: dict[str, float] = {"estimator_fallbacks": 0.0, "estimator_seconds": 0.0}
     if config.online:
-        config.buffer.add(trajectories, targets, batch.n_groups)
-        if config.buffer.groups_since_fit >= config.refit_every:
-            report = config.buffer.fit(estimator, config.refit_epochs)
+        state.buffer.add(trajectories, targets, batch.n_groups)
+        if state.buffer.groups_since_fit >= config.refit_every:
+            report = state.buffer.fit(estimator, config.refit_epochs)
             costs.update(
                 estimator_fits=1.0,
                 estimator_loss=report.loss_after,

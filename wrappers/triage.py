@@ -40,11 +40,14 @@ from wrappers.models.judges.cache import JudgeCache
 from wrappers.models.judges.factory import check_judge_spec, make_judge
 from wrappers.models.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
 from wrappers.models.judges.roles import ROLE_REWARDS, Role, parse_role
+from wrappers.models.online import OnlineStates
 
 __all__ = [
     "TriageConfig",
     "WHITEN_SCOPES",
     "LAM_PRESETS",
+    "TriageState",
+    "online_state",
     "BATCH_COLUMNS",
     "outcome_advantages",
     "process_rewards",
@@ -69,15 +72,16 @@ def _env_key(env: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-@dataclass
+@dataclass(frozen=True)
 class TriageConfig:
     """TRIAGE (docs/triage.md). Defaults: the paper's ALFWorld / WebShop settings, the oracle judge.
 
     ``judge`` is a judge object (anything with ``judge(requests)``) or a text spec: ``"oracle"``
     (the default: privileged rules, no model, works offline), a local Hugging Face model
     directory, or the http(s) URL of an OpenAI-compatible server (vLLM). A text spec is checked
-    when the config is built and turned into a judge on first use (:meth:`get_judge`); the judge
-    and the result cache are shared by every wrapper holding this config.
+    when the config is built; the judge is made from it, with the result cache, by the online
+    state (:class:`TriageState`, :data:`online_state`) on first use and shared by every wrapper
+    holding this config object.
     """
 
     lam: float = 0.2
@@ -121,9 +125,6 @@ class TriageConfig:
     #: Fields where the paper's training stack differs from the defaults: verl's GRPO group std is
     #: the sample std.
     REFERENCE_FIELDS: ClassVar[dict[str, Any]] = {"std_ddof": 1}
-
-    _judge: Judge | None = field(default=None, init=False, repr=False, compare=False)
-    _cache: JudgeCache | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def reference(cls, env: str | None = None, **overrides: Any) -> TriageConfig:
@@ -172,26 +173,28 @@ class TriageConfig:
         missing = [r.value for r in Role if r.value not in rewards]
         if missing:
             raise ValueError(f"role_rewards lacks roles {missing}")
-        self.role_rewards = rewards
+        object.__setattr__(self, "role_rewards", rewards)
         check_judge_spec(self.judge)
         if not 0.0 <= self.judge_max_error_fraction <= 1.0:
             raise ValueError(
                 f"judge_max_error_fraction must be in [0, 1], got {self.judge_max_error_fraction}"
             )
 
-    def get_judge(self) -> Judge:
-        """The judge object (built from a text spec on first use, then kept)."""
-        if self._judge is None:
-            served = isinstance(self.judge, str) and self.judge.startswith(("http://", "https://"))
-            options = {"max_error_fraction": self.judge_max_error_fraction} if served else {}
-            self._judge = make_judge(self.judge, **options)
-        return self._judge
 
-    def get_cache(self) -> JudgeCache | None:
-        """The result cache (``None`` with ``cache=False``)."""
-        if self.cache and self._cache is None:
-            self._cache = JudgeCache(self.cache_size)
-        return self._cache if self.cache else None
+class TriageState:
+    """TRIAGE's online state for one config: ``judge`` (made from ``config.judge``) and ``cache``
+    (a :class:`~wrappers.models.judges.JudgeCache` of ``config.cache_size``; ``None`` with
+    ``cache=False``)."""
+
+    def __init__(self, config: TriageConfig) -> None:
+        served = isinstance(config.judge, str) and config.judge.startswith(("http://", "https://"))
+        options = {"max_error_fraction": config.judge_max_error_fraction} if served else {}
+        self.judge: Judge = make_judge(config.judge, **options)
+        self.cache = JudgeCache(config.cache_size) if config.cache else None
+
+
+#: ``online_state(config)``: the :class:`TriageState` of a config object (made on first use).
+online_state: OnlineStates[TriageConfig, TriageState] = OnlineStates(TriageState)
 
 
 # -- pure maths --------------------------------------------------------------------------------------
@@ -331,8 +334,8 @@ def estimate_batch(batch: StepBatch, config: TriageConfig | None = None) -> np.n
         else np.ones(batch.n_trajectories, bool)
     )
 
-    judge = config.get_judge()
-    cache = config.get_cache()
+    state = online_state(config)
+    judge, cache = state.judge, state.cache
     results: list[JudgeResult | None] = [None] * batch.n_steps
     costs = [_new_costs() for _ in trajectories]
     offsets = batch.offsets.tolist()

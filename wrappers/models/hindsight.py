@@ -62,6 +62,7 @@ __all__ = [
     "FeatureScorer",
     "HFScorer",
     "make_scorer",
+    "check_scorer_spec",
     "trajectory_outcome",
     "turn_requests",
     "train_hindsight",
@@ -551,29 +552,46 @@ class HFScorer:
         return report
 
 
-def make_scorer(spec: Any, view: str) -> Any:
-    """A scorer from ``spec``: a scorer object (returned as is; its ``view`` must match),
-    ``"features"`` (:class:`FeatureScorer`), ``"hf:<dir>"`` or a local model directory
-    (:class:`HFScorer`).
+def check_scorer_spec(spec: Any, view: str) -> None:
+    """Raise what :func:`make_scorer` would raise for ``spec`` in ``view``, building nothing.
 
-    >>> make_scorer("features", "policy")
-    FeatureScorer('policy', classes=0, trained=False)
+    >>> check_scorer_spec("features", "policy")
     """
     _check_view(view)
     if isinstance(spec, TurnScorer):
         if spec.view != view:
             raise ValueError(f"a scorer with view {spec.view!r} was given where {view!r} is needed")
-        return spec
-    if spec == "features":
-        return FeatureScorer(view)
-    if isinstance(spec, (str, Path)):
-        path = str(spec)[3:] if str(spec).startswith("hf:") else spec
-        if is_model_dir(path):
-            return HFScorer(path, view)
+        return
+    if spec == "features" or _model_dir(spec) is not None:
+        return
     raise ValueError(
         f"unknown scorer {spec!r}; use 'features', 'hf:<dir>', a local HF model directory or "
         "a scorer object"
     )
+
+
+def _model_dir(spec: Any) -> Any:
+    """The model directory a ``"hf:<dir>"`` or directory spec names, else ``None``."""
+    if not isinstance(spec, (str, Path)):
+        return None
+    path = str(spec)[3:] if str(spec).startswith("hf:") else spec
+    return path if is_model_dir(path) else None
+
+
+def make_scorer(spec: Any, view: str) -> Any:
+    """A scorer from ``spec`` (checked by :func:`check_scorer_spec`): a scorer object (returned as
+    is; its ``view`` must match), ``"features"`` (:class:`FeatureScorer`), ``"hf:<dir>"`` or a
+    local model directory (:class:`HFScorer`).
+
+    >>> make_scorer("features", "policy")
+    FeatureScorer('policy', classes=0, trained=False)
+    """
+    check_scorer_spec(spec, view)
+    if isinstance(spec, TurnScorer):
+        return spec
+    if spec == "features":
+        return FeatureScorer(view)
+    return HFScorer(_model_dir(spec), view)
 
 
 def train_hindsight(

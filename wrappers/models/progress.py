@@ -59,6 +59,7 @@ __all__ = [
     "FeatureProgressEstimator",
     "HFProgressEstimator",
     "make_estimator",
+    "check_estimator_spec",
     "load_estimator",
     "check_ends",
     "sum_loss",
@@ -823,8 +824,40 @@ def load_estimator(path: str | Path) -> ProgressEstimator:
     return estimator
 
 
+def check_estimator_spec(spec: Any = "features", **options: Any) -> None:
+    """Raise what :func:`make_estimator` would raise for ``spec`` and ``options``, building nothing
+    (a config checks its spec with it; the estimator is built by the method's online state).
+
+    >>> check_estimator_spec("tabular")
+    >>> check_estimator_spec("nonsense")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown progress estimator 'nonsense': give 'features', 'tabular', 'hf:<model dir>', a local HF model directory or a saved estimator file
+    """
+    if not isinstance(spec, (str, Path)):
+        if callable(getattr(spec, "contributions", None)) and callable(getattr(spec, "fit", None)):
+            if options:
+                raise ValueError("options apply to an estimator built from a text spec only")
+            return
+        raise TypeError(
+            f"an estimator spec must be text or an estimator, got {type(spec).__name__}"
+        )
+    text = str(spec)
+    path = Path(text).expanduser()
+    if text in ESTIMATOR_SPECS or text.startswith("hf:") or is_model_dir(path):
+        return
+    if path.is_file():
+        if options:
+            raise ValueError("a saved estimator keeps its own options")
+        return
+    raise ValueError(
+        f"unknown progress estimator {text!r}: give 'features', 'tabular', 'hf:<model dir>', "
+        "a local HF model directory or a saved estimator file"
+    )
+
+
 def make_estimator(spec: Any = "features", **options: Any) -> ProgressEstimator:
-    """A progress estimator from ``spec``:
+    """A progress estimator from ``spec`` (checked by :func:`check_estimator_spec`):
 
     * an object with ``contributions`` and ``fit`` - returned as is (``options`` must be empty);
     * ``"features"`` (default) - :class:`FeatureProgressEstimator` (``options`` go to it);
@@ -834,32 +867,14 @@ def make_estimator(spec: Any = "features", **options: Any) -> ProgressEstimator:
 
     >>> type(make_estimator("tabular", lr=0.5)).__name__
     'TabularProgressEstimator'
-    >>> make_estimator("nonsense")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown progress estimator 'nonsense': give 'features', 'tabular', 'hf:<model dir>', a local HF model directory or a saved estimator file
     """
+    check_estimator_spec(spec, **options)
     if not isinstance(spec, (str, Path)):
-        if callable(getattr(spec, "contributions", None)) and callable(getattr(spec, "fit", None)):
-            if options:
-                raise ValueError("options apply to an estimator built from a text spec only")
-            return spec
-        raise TypeError(
-            f"an estimator spec must be text or an estimator, got {type(spec).__name__}"
-        )
+        return spec
     text = str(spec)
-    if text in ("features", "tabular"):
+    if text in ESTIMATOR_SPECS:
         return _KINDS[text](**options)
     if text.startswith("hf:"):
         return HFProgressEstimator(text[3:], **options)
     path = Path(text).expanduser()
-    if is_model_dir(path):
-        return HFProgressEstimator(path, **options)
-    if path.is_file():
-        if options:
-            raise ValueError("a saved estimator keeps its own options")
-        return load_estimator(path)
-    raise ValueError(
-        f"unknown progress estimator {text!r}: give 'features', 'tabular', 'hf:<model dir>', "
-        "a local HF model directory or a saved estimator file"
-    )
+    return HFProgressEstimator(path, **options) if is_model_dir(path) else load_estimator(path)
