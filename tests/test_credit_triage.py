@@ -275,10 +275,10 @@ def test_config_checks_and_presets():
         triage_state(TriageConfig()).judge, OracleJudge
     )
     assert make_config("triage", judge="oracle", lam=0.4).lam == 0.4
-    assert TriageConfig.reference("alfworld").lam == 0.2
+    assert TriageConfig.reference("agentenvs/ALFWorld-v0").lam == 0.2
     assert TriageConfig.reference("agentenvs/SearchQA-v0", lam=0.3).lam == 0.3
     with pytest.raises(ValueError, match="preset"):
-        TriageConfig.reference("sokoban")
+        TriageConfig.reference("agentenvs/Sokoban-v0")
     with pytest.raises(ValueError, match="not 'oracle'"):
         TriageConfig(judge="/no/such/dir")
     with pytest.raises(ValueError, match="whiten_scope"):

@@ -66,6 +66,7 @@ from wrappers.registry import (
     assign_advantages,
     canonical_name,
     config_signature,
+    env_preset,
     estimate,
     get_method,
     make_config,
@@ -112,6 +113,7 @@ __all__ = [
     "estimate",
     "make_config",
     "config_signature",
+    "env_preset",
     "states_only",
     "group_id",
 ]

@@ -21,7 +21,7 @@ import warnings
 from collections import deque
 from typing import Any
 
-from agentenvs.core import Step, Trajectory
+from agentenvs.core import Step, Trajectory, episode_success
 
 __all__ = ["EpisodeRecorder", "GroupOutbox"]
 
@@ -123,7 +123,7 @@ class EpisodeRecorder:
         if not (terminated or truncated):
             return None
         self.active = False
-        won = bool(info.get("won", terminated))
+        won = episode_success(info, terminated)
         return Trajectory(
             task_id=str(self.task_id),
             group_id="",

@@ -18,6 +18,7 @@ hands it the generic wrapper class), so nothing here points back at its importer
 * :func:`assign_advantages` - the entry point learners call; :func:`estimate` - the same
   advantages returned instead of written.
 * :func:`registered_methods` - the entries in registration order, filtered by ``needs_model``.
+* :func:`env_preset` - the config values an env declares for a method (``metadata["credit_presets"]``).
 * :func:`make_config` - a method's config from keyword options (what a command line gives).
 * :func:`config_signature`, :func:`states_only` - the two signature rules the built-ins use.
 
@@ -105,6 +106,7 @@ __all__ = [
     "get_method",
     "assign_advantages",
     "estimate",
+    "env_preset",
     "registered_methods",
     "make_config",
     "config_signature",
@@ -471,6 +473,24 @@ def make_config(method: str, **options: Any) -> Any:
                 f"its options: {', '.join(known) or '(none)'}"
             )
     return entry.config(**options)
+
+
+def env_preset(env: Any, method: str) -> dict[str, Any]:
+    """The config values ``env`` declares for ``method`` (a name or alias): its
+    ``metadata["credit_presets"][<canonical name>]`` (docs/custom-env.md), ``{}`` when it declares
+    none. ``env`` is an env or a wrapper of one (its ``metadata``), an env class, or a registered
+    id (the metadata of the class its entry point names).
+
+    >>> env_preset("agentenvs/SearchQA-v0", "triage"), env_preset("agentenvs/Sokoban-v0", "triage")
+    ({'lam': 0.4}, {})
+    """
+    if isinstance(env, str):
+        from gymnasium.envs.registration import load_env_creator, spec
+
+        entry = spec(env).entry_point
+        env = load_env_creator(entry) if isinstance(entry, str) else entry
+    presets = (getattr(env, "metadata", None) or {}).get("credit_presets", {})
+    return dict(presets.get(canonical_name(method), {}))
 
 
 def estimate(

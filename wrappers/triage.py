@@ -27,7 +27,6 @@ cache, one judge call per group) and :func:`estimate_batch` (trajectories: :func
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,11 +40,11 @@ from wrappers.models.judges.factory import check_judge_spec, make_judge
 from wrappers.models.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
 from wrappers.models.judges.roles import ROLE_REWARDS, Role, parse_role
 from wrappers.models.online import OnlineStates
+from wrappers.registry import env_preset
 
 __all__ = [
     "TriageConfig",
     "WHITEN_SCOPES",
-    "LAM_PRESETS",
     "TriageState",
     "online_state",
     "BATCH_COLUMNS",
@@ -58,18 +57,9 @@ __all__ = [
 
 #: Over which steps the raw advantages are whitened (docs/triage.md, section 2).
 WHITEN_SCOPES = ("batch", "group", "none")
-#: The per-env mixing weight ``lam`` of the paper (docs/triage.md, section 8).
-LAM_PRESETS: dict[str, float] = {"alfworld": 0.2, "webshop": 0.2, "searchqa": 0.4}
 #: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads: none (it reads
 #: ``StepBatch.trajectories``).
 BATCH_COLUMNS: tuple[str, ...] = ()
-
-
-def _env_key(env: str) -> str:
-    """``"agentenvs/SearchQA-v0"`` -> ``"searchqa"``."""
-    name = env.rsplit("/", 1)[-1]
-    name = re.sub(r"-v\d+$", "", name)
-    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 @dataclass(frozen=True)
@@ -127,22 +117,25 @@ class TriageConfig:
     REFERENCE_FIELDS: ClassVar[dict[str, Any]] = {"std_ddof": 1}
 
     @classmethod
-    def reference(cls, env: str | None = None, **overrides: Any) -> TriageConfig:
-        """The paper's settings: ``std_ddof=1`` (verl's GRPO) and, for ``env`` (``"alfworld"``,
-        ``"webshop"``, ``"searchqa"`` or an env id such as ``"agentenvs/SearchQA-v0"``), that
-        env's ``lam`` (:data:`LAM_PRESETS`); then ``overrides``.
+    def reference(cls, env: Any = None, **overrides: Any) -> TriageConfig:
+        """The paper's settings: ``std_ddof=1`` (verl's GRPO) and, for ``env`` (an env, env class
+        or registered id), the values the env declares for TRIAGE
+        (:func:`~wrappers.registry.env_preset`: ALFWorld and WebShop ``lam=0.2``, SearchQA 0.4,
+        docs/triage.md, section 8); then ``overrides``. ``ValueError`` for an env that declares
+        none.
 
         >>> TriageConfig.reference("agentenvs/SearchQA-v0").lam, TriageConfig.reference().std_ddof
         (0.4, 1)
         """
         fields = dict(cls.REFERENCE_FIELDS)
         if env is not None:
-            key = _env_key(env)
-            if key not in LAM_PRESETS:
+            preset = env_preset(env, "triage")
+            if not preset:
                 raise ValueError(
-                    f"no TRIAGE preset for env {env!r}; presets: {sorted(LAM_PRESETS)}"
+                    f"env {env!r} declares no TRIAGE preset (metadata['credit_presets']"
+                    "['triage'], docs/custom-env.md)"
                 )
-            fields["lam"] = LAM_PRESETS[key]
+            fields.update(preset)
         return cls(**{**fields, **overrides})
 
     def __post_init__(self) -> None:

@@ -21,10 +21,11 @@ from agentenvs.core.spaces import TEXT_CHARSET, TextSpace, text_space
 from agentenvs.core.store import StoredGroup, TrajectoryStore, list_runs, read_groups
 from agentenvs.core.tasks import SeedTaskIds, TaskPanel
 from agentenvs.core.text_env import TextAgentEnv
-from agentenvs.core.trajectory import Step, Trajectory, decode, encode
+from agentenvs.core.trajectory import Step, Trajectory, decode, encode, episode_success
 
 __all__ = [
     "Step",
+    "episode_success",
     "Trajectory",
     "encode",
     "decode",
