@@ -60,10 +60,14 @@ def fixed(table, **options):
 
 
 def traj(actions, after, success=False, traj_id="", rewards=None):
-    """A trajectory whose step ``t`` led to observation ``after[t]``."""
+    """A trajectory whose step ``t`` led to observation ``after[t]`` (a "Nothing happens." step
+    flagged not executed, as the ALFWorld env's ``info["action_executed"]`` does)."""
     obs = ["start", *after[:-1]]
     rewards = rewards or [0.0] * len(actions)
     steps = [Step(o, a, r) for o, a, r in zip(obs, actions, rewards, strict=True)]
+    for step, seen in zip(steps, after, strict=True):  # as ALFWorld reports an ignored command
+        if seen.startswith("Nothing happens"):
+            step.extras["action_executed"] = False
     return Trajectory(
         "t", "g", steps, success=success, traj_id=traj_id, final_observation=after[-1]
     )

@@ -51,7 +51,7 @@ from wrappers.models.hindsight import (
 )
 from wrappers.models.online import OnlineStates
 from wrappers.models.progress import check_estimator_spec, make_estimator
-from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
+from wrappers.rewards import grounding, group_relative_returns
 from wrappers.segments import Segments, make_segmenter, per_turn, segment, segment_ends
 
 __all__ = [
@@ -149,10 +149,9 @@ class HISRConfig:
     force one."""
     outcome: str = "success"
     """``R``: ``"success"`` (1/0 from the won flag) or ``"return"`` (total env reward)."""
-    markers: tuple[str, ...] = INVALID_ACTION_MARKERS
-    """Observation texts that mark the action before them as not executed (grounding 0)."""
     use_action_valid: bool = True
-    """Also count ``Step.action_valid = False`` as not executed."""
+    """Count ``Step.action_valid = False`` as not executed (grounding 0); an env's
+    ``info["action_executed"] = False`` always counts (:func:`wrappers.rewards.executed`)."""
     online: bool = True
     """Refit the SPRM and the scorers from the trajectories credited so far (section 5.2)."""
     refit_every: int = 4
@@ -190,7 +189,6 @@ class HISRConfig:
             raise ValueError("refit_epochs must be >= 1 or None")
         if not 0.0 <= self.gamma <= 1.0 or self.eps < 0:
             raise ValueError("gamma must lie in [0, 1] and eps be >= 0")
-        object.__setattr__(self, "markers", tuple(self.markers))
         make_segmenter(self.segmenter)  # checks the spec (a segmenter is a plain function)
         check_estimator_spec(self.sprm)
         check_scorer_spec(self.hindsight, "hindsight")
@@ -451,7 +449,7 @@ def trajectory_rewards(
         log_z = {i: log_z_all[cut[j] : cut[j + 1]] for j, i in enumerate(modulated)}
     out: dict[int, np.ndarray] = {}
     for i, (traj, s, r_hat) in enumerate(zip(trajs, segs, r_hats, strict=True)):
-        g = grounding(traj, config.markers, config.use_action_valid)
+        g = grounding(traj, config.use_action_valid)
         lz = log_z.get(i)
         parts = hisr_rewards(
             r_hat,

@@ -6,7 +6,8 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
 * contribution ``c_t``: the estimator's share of ``R`` for step ``t`` (trained so that
   ``sum_t c_t ~ R``), or a baseline source (``mean``: ``R/n``; ``sparse``: ``R`` on the last step;
   ``random``: U[0, 1]; ``loo_baseline``: ``R`` minus the mean outcome of the rest of the group);
-* grounding ``g_t``: 1 where the action executed, else 0 (:func:`wrappers.rewards.grounding`);
+* grounding ``g_t``: 1 where the action executed, else 0, as the env reports it
+  (:func:`wrappers.rewards.grounding`);
 * fused step reward ``r_t = alpha * c_t + beta * g_t`` with the paper's indicator ``g_t``
   (``grounding_mode="indicator"``), or ``alpha * c_t + beta * (g_t - 1)`` (``"penalty"``, the
   default: no bonus for long episodes under the critic-free reward-to-go);
@@ -23,7 +24,8 @@ maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`, :func:`ga
 >>> from agentenvs.core import Step, Trajectory
 >>> won = Trajectory("t", "g", [Step("o", "go", 0.0), Step("o", "take", 1.0)], success=True,
 ...                  final_observation="You take the mug.")
->>> lost = Trajectory("t", "g", [Step("o", "go", 0.0), Step("o", "eat", 0.0)],
+>>> lost = Trajectory("t", "g", [Step("o", "go", 0.0),
+...                               Step("o", "eat", 0.0, extras={"action_executed": False})],
 ...                   final_observation="Nothing happens.")
 >>> config = SPAConfig(contribution_source="mean", advantage="rewards")
 >>> [a.tolist() for a in estimate([won, lost], "spa", config)]
@@ -50,7 +52,7 @@ from wrappers.batch import StepBatch
 from wrappers.models.fit import FitReport
 from wrappers.models.online import OnlineStates
 from wrappers.models.progress import ProgressEstimator, check_estimator_spec, make_estimator
-from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
+from wrappers.rewards import grounding, group_relative_returns
 
 __all__ = [
     "SPAConfig",
@@ -117,8 +119,9 @@ class SPAConfig:
             otherwise) or ``"indicator"`` (the paper: ``g`` in {0, 1}). Under the critic-free
             reward-to-go, the indicator's constant reward per executable step is a bonus for long
             episodes (docs/spa.md, section 6).
-        markers: observation texts that mark a non-executed action. use_action_valid: also read
-            ``Step.action_valid`` (default ``True``).
+        use_action_valid: count ``Step.action_valid = False`` as not executed (default ``True``);
+            an env's ``info["action_executed"] = False`` always counts
+            (:func:`wrappers.rewards.executed`).
         outcome: ``"success"`` (1/0 from the ``won`` flag, default) or ``"return"`` (the env return,
             env units; e.g. WebShop's score, with any invalid-action penalties in it).
         contribution_source: one of :data:`SOURCES` (default ``"estimator"``).
@@ -146,7 +149,6 @@ class SPAConfig:
     alpha: float = 1.0
     beta: float = 0.5
     grounding_mode: str = "penalty"
-    markers: tuple[str, ...] = INVALID_ACTION_MARKERS
     use_action_valid: bool = True
     outcome: str = "success"
     contribution_source: str = "estimator"
@@ -181,7 +183,6 @@ class SPAConfig:
             raise ValueError("buffer_size and refit_every must be >= 1")
         if self.refit_epochs is not None and self.refit_epochs < 1:
             raise ValueError("refit_epochs must be >= 1 or None")
-        object.__setattr__(self, "markers", tuple(self.markers))
         if self.contribution_source == "estimator":
             check_estimator_spec(self.estimator, **(self.estimator_options or {}))
 
@@ -369,7 +370,7 @@ def estimate_batch(batch: StepBatch, config: SPAConfig | None = None) -> np.ndar
         contributions = [np.clip(c, -bound, bound) for c in contributions]
     rewards = []
     for traj, c in zip(trajectories, contributions, strict=True):
-        g = grounding(traj, config.markers, config.use_action_valid)
+        g = grounding(traj, config.use_action_valid)
         r = fuse(c, g, config.alpha, config.beta, config.grounding_mode)
         for step, ct, gt, rt in zip(traj.steps, c.tolist(), g.tolist(), r.tolist(), strict=True):
             step.extras["spa"] = {"contribution": ct, "grounding": gt, "reward": rt}
