@@ -23,10 +23,10 @@ Three sections, printed as markdown tables:
    float64 before the advantage step. Without the path, or when the file cannot be loaded, the
    section says why and is skipped.
 2. **Every method at each size:** ``estimate_batch`` on a flat :class:`~wrappers.batch.StepBatch`
-   built from arrays, and :func:`wrappers.estimate` on :class:`~agentenvs.core.Trajectory` objects (text state
-   keys shared between a step's next state and the next step's state, as the episode recorder
-   stores them; tagged LLM answers; key factorisation and answer parsing included). Both must
-   agree.
+   built from arrays, and :func:`wrappers.estimate` on :class:`~agentenvs.core.Trajectory` objects
+   (text state keys shared between a step's next state and the next step's state, as the episode
+   recorder stores them; tagged LLM answers with the action key their env reports; key
+   factorisation included). Both must agree.
 3. **Cross-check against re-implementations** (small sizes): per-step loop re-implementations of
    the same maths written below in the style of the reference code. They are *not* the reference
    code and are used only to check agreement; their times are printed for information.
@@ -128,7 +128,7 @@ def trajectories(batch: StepBatch) -> list[list[Trajectory]]:
     """The batch as groups of :class:`Trajectory` objects, built as the episode recorder builds
     them: one text key per observation, so a step's ``next_state_key`` is the very object the next
     step has as ``state_key``; LLM answers with reasoning and an ``<action>`` tag (invalid ones
-    without the tag)."""
+    without the tag), each valid one with the ``action_key`` its env reports (the parsed command)."""
     state, next_state = batch.state.tolist(), batch.next_state.tolist()
     action, valid, reward = batch.action.tolist(), batch.valid.tolist(), batch.reward.tolist()
     groups: dict[int, list[Trajectory]] = defaultdict(list)
@@ -149,6 +149,7 @@ def trajectories(batch: StepBatch) -> list[list[Trajectory]]:
                 if k + 1 == b or next_state[k] == state[k + 1]
                 else f"state {next_state[k]}",
                 action_valid=valid[k],
+                action_key=f"a{action[k]}" if valid[k] else None,
             )
             for k in range(a, b)
         ]

@@ -6,12 +6,14 @@ import dataclasses
 import math
 from collections import deque
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_credit_helpers import path_traj
 
+import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import Step, Trajectory, read_trajectories, write_trajectories
 from wrappers import (
     METHODS,
@@ -26,6 +28,7 @@ from wrappers import (
     rtmc,
 )
 from wrappers.batch import (
+    INVALID_ACTION,
     StepBatch,
     action_signature,
     action_signatures,
@@ -139,11 +142,19 @@ def test_rtmc_root_signature_is_grpo(trajs, alpha):
 
 
 def test_rtmc_pools_llm_answers_by_their_command():
-    """Different reasoning, same <action>: one (state, action) key; invalid answers pool together."""
-    win = path_traj(
-        "AB", True, actions=["<think>box left</think><action>up</action>"], rewards=[1.0]
-    )
-    lose = path_traj("AC", False, actions=["<think>hmm</think><action>up</action>"], rewards=[0.0])
+    """Different reasoning, same <action>: the env reports one action key (info["action_key"]), so
+    one (state, action) key; invalid answers pool together."""
+    answers = [
+        "<think>box left</think><action>up</action>",
+        "<think>hmm</think><action>up</action>",
+    ]
+    env = gym.make("agentenvs/Sokoban-v0")
+    env.reset(seed=0)
+    keys = [env.step(answer)[4]["action_key"] for answer in answers]
+    assert keys == ["up", "up"]
+    win = path_traj("AB", True, actions=answers[:1], rewards=[1.0])
+    lose = path_traj("AC", False, actions=answers[1:], rewards=[0.0])
+    win.steps[0].action_key, lose.steps[0].action_key = keys  # as the recorder stores them
     bad = path_traj("AD", False, actions=["up!!"], invalid=(0,), rewards=[-0.1])
     worse = path_traj("AE", False, actions=["no idea"], invalid=(0,), rewards=[-0.1])
     adv = METHODS["rtmc"].estimate([win, lose, bad, worse], RTMCConfig(gamma=1.0, normalize="none"))
@@ -496,23 +507,15 @@ TAGGY = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
 
 
 @FAST
-@given(
-    st.lists(st.tuples(TAGGY | st.integers(0, 3), st.booleans()), max_size=12),
-    st.sampled_from([1, 3, 1 << 15]),
-)
-def test_bulk_action_signatures_equal_per_step(pairs, block):
-    """The bulk parser gives :func:`action_signature` of every action, in blocks of any size."""
-    import wrappers.batch as batch_module
-
+@given(st.lists(st.tuples(TAGGY | st.integers(0, 3), st.booleans()), max_size=12))
+def test_action_signatures_equal_per_step(pairs):
+    """The batch path gives :func:`action_signature` of every action without an env key: the text
+    itself (stripped; tags are the env's to parse), the value, or the invalid marker."""
     actions = [a for a, _ in pairs]
     valid = [v for _, v in pairs]
     expected = [action_signature(Step("o", a, 0.0, action_valid=v)) for a, v in pairs]
-    saved = batch_module._BLOCK
-    batch_module._BLOCK = block
-    try:
-        assert action_signatures(actions, valid) == expected
-    finally:
-        batch_module._BLOCK = saved
+    assert action_signatures(actions, valid) == expected
+    assert all(e == INVALID_ACTION for e, v in zip(expected, valid, strict=True) if not v)
 
 
 KEYS = st.sampled_from(["A", "B", "C", None, 1, 1.0, (1, "A")]) | st.builds(
