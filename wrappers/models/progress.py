@@ -42,7 +42,7 @@ import re
 import time
 import warnings
 import zlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -177,6 +177,34 @@ def _torch_save(obj: Any, path: str | Path) -> None:
 
 
 # -- tabular -----------------------------------------------------------------------------------------
+def _fit_sums(
+    estimator: Any,
+    errors: Callable[[np.ndarray], Any],
+    m: int,
+    optimizer: Any,
+    start: float,
+    epochs: int | None,
+    **loop: Any,
+) -> FitReport:
+    """Train a torch estimator on the mean of ``errors(rows)`` (squared sum errors of those of its
+    ``m`` trajectories) through :func:`~wrappers.models.fit.fit_epochs`, for ``epochs`` passes
+    (``None``: its ``options["epochs"]``) in mini-batches of ``options["batch_size"]``; ``loop``:
+    the loop's other options. Counts the fit and marks the estimator trained."""
+    report = fit_epochs(
+        lambda rows: errors(rows).mean(),
+        lambda: errors(np.arange(m)).mean(),
+        optimizer,
+        n=m,
+        epochs=estimator.options["epochs"] if epochs is None else int(epochs),
+        start=start,
+        batch_size=estimator.options["batch_size"],
+        **loop,
+    )
+    estimator._fits += 1
+    estimator.trained = True
+    return report
+
+
 class TabularProgressEstimator:
     """A weight per ``(unit index, unit signature)``; zero init; full-batch gradient descent.
 
@@ -472,27 +500,12 @@ class FeatureProgressEstimator:
             )
             return (sums - yt)[torch.as_tensor(rows)] ** 2
 
-        everyone = np.arange(m)
         opt = torch.optim.Adam(
             self.net.parameters(), lr=self.options["lr"], weight_decay=self.options["weight_decay"]
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
-        bs = self.options["batch_size"]
-        epochs = self.options["epochs"] if epochs is None else int(epochs)
-        report = fit_epochs(
-            lambda rows: errors(rows).mean(),
-            lambda: errors(everyone).mean(),
-            opt,
-            n=m,
-            epochs=epochs,
-            start=start,
-            batch_size=bs,
-            rng=rng if bs < m else None,
-            sort_batches=True,
-        )
-        self._fits += 1
-        self.trained = True
-        return report
+        shuffle = rng if self.options["batch_size"] < m else None
+        return _fit_sums(self, errors, m, opt, start, epochs, rng=shuffle, sort_batches=True)
 
     def state_dict(self) -> dict:
         """The network's tensors (``net.*``), its input size and the fit count."""
@@ -744,7 +757,6 @@ class HFProgressEstimator:
             )
             return (sums - y[torch.as_tensor(rows, device=y.device)]) ** 2
 
-        everyone = np.arange(m)
         if m == 0:
             self.trained = True
             return FitReport(0.0, 0.0, 0, time.perf_counter() - start)
@@ -754,22 +766,9 @@ class HFProgressEstimator:
         opt = torch.optim.AdamW(
             params, lr=self.options["lr"], weight_decay=self.options["weight_decay"]
         )
-        epochs = self.options["epochs"] if epochs is None else int(epochs)
-        report = fit_epochs(
-            lambda rows: errors(rows).mean(),
-            lambda: errors(everyone).mean(),
-            opt,
-            n=m,
-            epochs=epochs,
-            start=start,
-            batch_size=self.options["batch_size"],
-            rng=np.random.default_rng([self.options["seed"], self._fits]),
-            clip=self.options["grad_clip"],
-            params=params,
-        )
-        self._fits += 1
-        self.trained = True
-        return report
+        rng = np.random.default_rng([self.options["seed"], self._fits])
+        clip = self.options["grad_clip"]
+        return _fit_sums(self, errors, m, opt, start, epochs, rng=rng, clip=clip, params=params)
 
     def state_dict(self) -> dict:
         """The head's tensors (``head.*``), the backbone's (``backbone.*``) when it trains, and
