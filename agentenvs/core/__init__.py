@@ -1,9 +1,11 @@
-"""The core of agentenvs: the data contract, the action parser, task panels, the text-env base,
-the agent prompts (the ``agent_prompt`` hook) and the crash-safe trajectory store
+"""The core of agentenvs: the data contract (:class:`Step`, :class:`Trajectory`, the success rule
+:func:`episode_success`), the action parser, task panels, the text-env base (and with it the
+``info`` keys credit wrappers read: ``state_key``, ``action_valid``, ``action_key``, ...), the
+agent prompts (the ``agent_prompt`` hook) and the crash-safe trajectory store
 (:mod:`agentenvs.core.store`).
 
 Everything here depends on gymnasium and numpy only (the store's Parquet format on pyarrow, imported
-when used).
+when used); it never imports the envs, the wrappers or the learners.
 """
 
 from agentenvs.core.jsonl import TrajectoryWriter, read_trajectories, write_trajectories

@@ -9,6 +9,10 @@
 * :mod:`wrappers.models.judges.http` - :class:`HTTPJudge` (an OpenAI-compatible server, e.g. vLLM).
 * :mod:`wrappers.models.judges.cache` - :class:`JudgeCache` (LRU, keyed on the request).
 * :mod:`wrappers.models.judges.factory` - :func:`make_judge` (``"oracle"``, a model dir, a URL).
+
+What it may import: the standard library, numpy, :mod:`agentenvs.core`, :mod:`wrappers.batch`,
+:mod:`wrappers.rewards` and :mod:`wrappers.models.hf`; torch and transformers only inside
+:class:`HFJudge` when it loads its model. Built by :class:`wrappers.triage.TriageState`.
 """
 
 from wrappers.models.judges.cache import JudgeCache
