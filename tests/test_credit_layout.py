@@ -119,3 +119,44 @@ def test_structural_credit_imports_no_torch() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["[[1.4142, 0.7071], [-1.4142, -0.7071]]", "[]"]
+
+
+def test_configs_are_frozen_values_and_state_lives_apart() -> None:
+    import dataclasses
+
+    import pytest
+
+    from wrappers import METHODS, make_config, spa
+
+    for name in ("grpo", "gigpo", "graphgpo", "rtmc", "triage", "hisr", "spa"):
+        config = METHODS[name].config()
+        assert dataclasses.is_dataclass(config)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            config.eps = 0.5  # type: ignore[misc]
+    config = make_config("spa", estimator="tabular")
+    assert config.estimator == "tabular" and not hasattr(config, "buffer")  # a spec, not a model
+    state = spa.online_state(config)
+    assert state is spa.online_state(config) and type(state.estimator).__name__ == (
+        "TabularProgressEstimator"
+    )
+    assert spa.online_state(dataclasses.replace(config)) is not state  # per config object
+
+
+def test_viewer_reruns_only_what_the_registry_calls_pure() -> None:
+    import numpy as np
+
+    from agentenvs.core import Step, Trajectory
+    from viewer.compare import STRUCTURAL_METHODS, compare_methods
+    from wrappers import GRPOConfig, register_method, registered_methods, unregister_method
+
+    assert STRUCTURAL_METHODS == tuple(m.name for m in registered_methods(needs_model=False))
+    group = [
+        Trajectory("t", "g", [Step("o", "a", 1.0, state_key="A")], success=True),
+        Trajectory("t", "g", [Step("o", "b", 0.0, state_key="A")], success=False),
+    ]
+    register_method("needy", lambda b, c: np.zeros(b.n_steps), GRPOConfig, needs_model=True)
+    try:
+        views = compare_methods(group, ["grpo", "needy"])
+    finally:
+        unregister_method("needy")
+    assert [(v.method, v.source) for v in views] == [("grpo", "recomputed"), ("needy", "skipped")]
