@@ -17,16 +17,16 @@ Three sections, printed as markdown tables:
    ``mode="mean_std_norm"`` (timed), on a real ``DataProto`` holding float64 tensors, one row per
    step, rows trajectory by trajectory as verl-agent's rollout loop gathers them, uuid strings as
    group and trajectory ids. Its inputs are built before timing starts (favouring it). Ours is
-   ``wrappers.gigpo.estimate`` with ``GiGPOConfig.reference()`` on the same Trajectory objects,
+   ``wrappers.estimate(trajectories, "gigpo", GiGPOConfig.reference())`` on the same Trajectory objects,
    end to end (batch building included). The advantages must agree to 1e-6. verl-agent's
    ``compute_step_discounted_returns`` casts rewards to float32 itself; its output is converted to
    float64 before the advantage step. Without the path, or when the file cannot be loaded, the
    section says why and is skipped.
 2. **Every method at each size:** ``estimate_batch`` on a flat :class:`~wrappers.batch.StepBatch`
-   built from arrays, and ``estimate`` on :class:`~agentenvs.core.Trajectory` objects (text state
-   keys shared between a step's next state and the next step's state, as the episode recorder
-   stores them; tagged LLM answers; key factorisation and answer parsing included). Both must
-   agree.
+   built from arrays, and :func:`wrappers.estimate` on :class:`~agentenvs.core.Trajectory` objects
+   (text state keys shared between a step's next state and the next step's state, as the episode
+   recorder stores them; tagged LLM answers with the action key their env reports; key
+   factorisation included). Both must agree.
 3. **Cross-check against re-implementations** (small sizes): per-step loop re-implementations of
    the same maths written below in the style of the reference code. They are *not* the reference
    code and are used only to check agreement; their times are printed for information.
@@ -67,6 +67,7 @@ from wrappers import (
     GraphGPOConfig,
     GRPOConfig,
     RTMCConfig,
+    estimate,
     gigpo,
     graphgpo,
     grpo,
@@ -127,7 +128,7 @@ def trajectories(batch: StepBatch) -> list[list[Trajectory]]:
     """The batch as groups of :class:`Trajectory` objects, built as the episode recorder builds
     them: one text key per observation, so a step's ``next_state_key`` is the very object the next
     step has as ``state_key``; LLM answers with reasoning and an ``<action>`` tag (invalid ones
-    without the tag)."""
+    without the tag), each valid one with the ``action_key`` its env reports (the parsed command)."""
     state, next_state = batch.state.tolist(), batch.next_state.tolist()
     action, valid, reward = batch.action.tolist(), batch.valid.tolist(), batch.reward.tolist()
     groups: dict[int, list[Trajectory]] = defaultdict(list)
@@ -148,6 +149,7 @@ def trajectories(batch: StepBatch) -> list[list[Trajectory]]:
                 if k + 1 == b or next_state[k] == state[k + 1]
                 else f"state {next_state[k]}",
                 action_valid=valid[k],
+                action_key=f"a{action[k]}" if valid[k] else None,
             )
             for k in range(a, b)
         ]
@@ -296,7 +298,7 @@ def _verl_agent_section(path: str | None, sizes: Sequence[int], repeats: int) ->
         return
     config = GiGPOConfig.reference()
     print(
-        "Ours: `gigpo.estimate(trajectories, GiGPOConfig.reference())` from Trajectory objects "
+        'Ours: `estimate(trajectories, "gigpo", GiGPOConfig.reference())` from Trajectory objects '
         "(end to end) and `gigpo.estimate_batch` on a built batch (advantage step). verl-agent: "
         "`compute_step_discounted_returns` + `compute_gigpo_outcome_advantage` (end to end; its "
         "inputs built beforehand) and `compute_gigpo_outcome_advantage` alone (advantage step), "
@@ -317,7 +319,7 @@ def _verl_agent_section(path: str | None, sizes: Sequence[int], repeats: int) ->
         for _ in range(repeats - 1 if t_returns + t_adv < 5.0 else 0):  # best of, when cheap
             _, t_r, t_a = run_verl_agent_gigpo(module, inputs, config.gamma)
             t_returns, t_adv = min(t_returns, t_r), min(t_adv, t_a)
-        ours_e2e, ours = _best(lambda f=flat: gigpo.estimate(f, config), repeats)
+        ours_e2e, ours = _best(lambda f=flat: estimate(f, "gigpo", config), repeats)
         batch = StepBatch.from_trajectories(flat, columns=gigpo.BATCH_COLUMNS)
         ours_adv, _ = _best(
             lambda b=batch: gigpo.estimate_batch(dataclasses.replace(b), config), repeats
@@ -351,7 +353,7 @@ def _methods_section(
                 lambda m=module, c=config, b=batch: m.estimate_batch(dataclasses.replace(b), c),
                 repeats,
             )
-            e2e_s, e2e = _best(lambda m=module, c=config, f=flat: m.estimate(f, c), repeats)
+            e2e_s, e2e = _best(lambda n=name, c=config, f=flat: estimate(f, n, c), repeats)
             np.testing.assert_allclose(np.concatenate(e2e), fast, rtol=1e-9, atol=1e-9)
             results[(size, name)] = fast
             print(

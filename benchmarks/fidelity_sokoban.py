@@ -88,10 +88,9 @@ def _method_config(method: str, settings: Settings) -> Any:
 
     if method == "gae":
         return None
-    config = METHODS[method].config()
     if method == "graph":
-        config.distance_discount = settings.graph_distance_discount
-    return config
+        return METHODS[method].config(distance_discount=settings.graph_distance_discount)
+    return METHODS[method].config()
 
 
 def _test_ids(settings: Settings) -> list[str]:

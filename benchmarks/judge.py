@@ -7,7 +7,7 @@ Usage::
 Printed as markdown tables:
 
 1. **Segments judged per second**, on real Sokoban groups (random moves, ``max_steps=10``, groups
-   of 4): the oracle through :func:`wrappers.triage.estimate` (cache off, batch building and
+   of 4): the oracle through :func:`wrappers.estimate` (cache off, batch building and
    whitening included), and the HF judge on the project's tiny model (``resolve_model("tiny")``,
    greedy, ``--max-new-tokens``) batched (8 requests per ``generate``) and one request at a time.
    Ratios are against the one-at-a-time HF judge, measured in the same run.
@@ -36,9 +36,8 @@ import numpy as np
 
 import agentenvs  # noqa: F401 - registers the envs
 from agentenvs.core import Trajectory
-from wrappers import CreditWrapper, TriageConfig
-from wrappers.judges import HFJudge, build_requests
-from wrappers.triage import estimate
+from wrappers import CreditWrapper, TriageConfig, estimate
+from wrappers.models.judges import HFJudge, build_requests
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,7 +76,9 @@ def throughput(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     trajectories = sokoban_groups(args.groups)
     n_segments = sum(len(t) for t in trajectories)
-    oracle = best_of(lambda: estimate(trajectories, TriageConfig(cache=False)), args.repeats)
+    oracle = best_of(
+        lambda: estimate(trajectories, "triage", TriageConfig(cache=False)), args.repeats
+    )
 
     model_dir = resolve_model("tiny")
     requests = [r for t in trajectories for r in build_requests(t)][: args.hf_segments]

@@ -60,7 +60,7 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "learners.sb3 needs stable-baselines3 and torch: pip install 'agentenvs[sb3]'"
     ) from err
 
-from agentenvs.core import Trajectory
+from agentenvs.core import Trajectory, episode_success
 from agentenvs.ray_vector import RayVectorEnv
 from agentenvs.vector import sub_info
 from wrappers import METHODS, CreditWrapper
@@ -515,7 +515,7 @@ def evaluate_success(
                 for j, action in zip(active, actions, strict=True):
                     obs[j], _, terminated, truncated, info = envs[j].step(action)
                     if terminated or truncated:
-                        won[chunk[j]] = bool(info.get("won", terminated))
+                        won[chunk[j]] = episode_success(info, terminated)
                     else:
                         still.append(j)
                 active = still

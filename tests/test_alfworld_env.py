@@ -96,6 +96,7 @@ def test_nothing_happens_is_valid_and_budget_truncates():
     assert (
         obs == "Nothing happens." and reward == 0.0 and info["action_valid"] and info["step"] == 1
     )
+    assert info["action_executed"] is False  # the contract SPA/HISR grounding reads
     assert info["state_key"] != key0 and info["state_key"].startswith(
         "Nothing happens. Location: middle"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wrappers import GiGPOConfig, gigpo
+from wrappers import GiGPOConfig, estimate
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "credit.py"
 
@@ -74,7 +74,7 @@ def test_trajectories_store_keys_as_the_recorder_does():
     flat = bench._flat(groups)
     for name, (module, config) in bench.METHODS.items():
         np.testing.assert_allclose(
-            np.concatenate(module.estimate(flat, config)),
+            np.concatenate(estimate(flat, name, config)),
             module.estimate_batch(batch, config),
             atol=1e-12,
             err_msg=name,
@@ -111,5 +111,5 @@ def test_verl_agent_gigpo_agrees_with_ours():
         pytest.skip(f"verl-agent's requirements are missing: {err}")
     groups = bench.trajectories(bench.synthetic_batch(400))
     theirs, _, _ = bench.run_verl_agent_gigpo(module, bench.verl_agent_inputs(groups))
-    ours = np.concatenate(gigpo.estimate(bench._flat(groups), GiGPOConfig.reference()))
+    ours = np.concatenate(estimate(bench._flat(groups), "gigpo", GiGPOConfig.reference()))
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-6)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_credit_helpers import path_traj, toy_group
 
-from wrappers import gigpo, graphgpo, grpo, rtmc
+from wrappers import METHODS, gigpo, graphgpo, grpo, rtmc
 from wrappers.batch import StepBatch
 from wrappers.gigpo import GiGPOConfig
 from wrappers.graphgpo import GraphGPOConfig
@@ -69,7 +69,7 @@ def test_toy_diagnostics():
 
 
 def test_toy_totals_paper():
-    out = graphgpo.estimate(toy_group(), toy_cfg())
+    out = METHODS["graphgpo"].estimate(toy_group(), toy_cfg())
     assert [len(a) for a in out] == [3, 5, 5, 5]
     np.testing.assert_allclose(flat(out), flat(TOY_TOTALS), atol=TOL)
     batch = StepBatch.from_trajectories(toy_group())
@@ -80,12 +80,12 @@ def test_toy_totals_paper():
 
 def test_toy_default_eps_and_reference_convention():
     np.testing.assert_allclose(
-        flat(graphgpo.estimate(toy_group(), GraphGPOConfig(distance_discount=0.5))),
+        flat(METHODS["graphgpo"].estimate(toy_group(), GraphGPOConfig(distance_discount=0.5))),
         flat(TOY_TOTALS),
         atol=1e-5,
     )
     np.testing.assert_allclose(
-        flat(graphgpo.estimate(toy_group(), toy_cfg(reward_convention="reference"))),
+        flat(METHODS["graphgpo"].estimate(toy_group(), toy_cfg(reward_convention="reference"))),
         flat(TOY_TOTALS),
         atol=TOL,
     )
@@ -103,11 +103,11 @@ def test_toy_ddof0():
 
 
 def test_toy_cross_steps():
-    out = flat(graphgpo.estimate(toy_group(), toy_cfg(episode_norm="cross_steps")))
+    out = flat(METHODS["graphgpo"].estimate(toy_group(), toy_cfg(episode_norm="cross_steps")))
     np.testing.assert_allclose(
         out[[0, 3, 13, 9, 10]], [0.903960, -0.008911, 0.773941, -2.023928, -0.869227], atol=TOL
     )
-    ae = grpo.estimate(toy_group(), GRPOConfig(episode_norm="cross_steps", eps=0.0))
+    ae = METHODS["grpo"].estimate(toy_group(), GRPOConfig(episode_norm="cross_steps", eps=0.0))
     np.testing.assert_allclose(flat(ae), [1.086534] * 8 + [-0.869227] * 10, atol=TOL)
 
 
@@ -121,7 +121,7 @@ def fig2_group():
 
 def test_paper_figure_example():
     cfg = GraphGPOConfig(distance_discount=0.1, eps=0.0)
-    out = graphgpo.estimate(fig2_group(), cfg)
+    out = METHODS["graphgpo"].estimate(fig2_group(), cfg)
     np.testing.assert_allclose(out[0], [0.0, 0.707107, 0.137611, 0.707107, 1.861772], atol=TOL)
     np.testing.assert_allclose(out[1], [0.0, -1.292276], atol=TOL)
     batch = StepBatch.from_trajectories(fig2_group())
@@ -143,7 +143,7 @@ GIGPO_TOTALS = [
 
 
 def test_gigpo_toy():
-    out = gigpo.estimate(toy_group(), GiGPOConfig(gamma=0.95, eps=0.0))
+    out = METHODS["gigpo"].estimate(toy_group(), GiGPOConfig(gamma=0.95, eps=0.0))
     np.testing.assert_allclose(flat(out), flat(GIGPO_TOTALS), atol=TOL)
     batch = StepBatch.from_trajectories(toy_group())
     ret = gigpo.step_returns(batch, GiGPOConfig())
@@ -154,7 +154,9 @@ def test_gigpo_toy():
     np.testing.assert_allclose(
         a_s[[0, 3, 5, 8, 13]], [0.789403, 0.605930, 0.789403, -1.092368, -1.092368], atol=TOL
     )
-    np.testing.assert_allclose(flat(gigpo.estimate(toy_group())), flat(GIGPO_TOTALS), atol=1e-5)
+    np.testing.assert_allclose(
+        flat(METHODS["gigpo"].estimate(toy_group())), flat(GIGPO_TOTALS), atol=1e-5
+    )
 
 
 def test_gigpo_mean_norm():
@@ -172,8 +174,8 @@ def test_gigpo_mean_norm():
 
 def test_graph_and_gigpo_disagree_on_detour_and_shortcut():
     """GiGPO rewards tau2's detour and punishes tau4's shortcut; GraphGPO does the reverse."""
-    gi = gigpo.estimate(toy_group(), GiGPOConfig())
-    gr = graphgpo.estimate(toy_group(), toy_cfg())
+    gi = METHODS["gigpo"].estimate(toy_group(), GiGPOConfig())
+    gr = METHODS["graphgpo"].estimate(toy_group(), toy_cfg())
     assert gi[1][0] > 0 > gr[1][0]
     assert gi[3][0] < 0 < gr[3][0]
 
@@ -233,7 +235,9 @@ def test_invalid_penalty_off_graph():
 @pytest.mark.parametrize("zero_flag", [True, False])
 def test_no_success_group(zero_flag):
     group = [path_traj("ABC", False), path_traj("ACC", False)]
-    out = graphgpo.estimate(group, GraphGPOConfig(zero_graph_adv_if_no_success=zero_flag))
+    out = METHODS["graphgpo"].estimate(
+        group, GraphGPOConfig(zero_graph_adv_if_no_success=zero_flag)
+    )
     assert flat(out).tolist() == [0.0] * 4
 
 
@@ -262,7 +266,7 @@ def test_weighted_distances_and_rewards():
     )
     ag = graphgpo.graph_advantages(batch, cfg)
     np.testing.assert_allclose(ag, [1.1386562, 0, -0.4032062, 0, -0.7354501, 0], atol=TOL)
-    out = graphgpo.estimate(cost_group(), cfg)
+    out = METHODS["graphgpo"].estimate(cost_group(), cfg)
     np.testing.assert_allclose(
         flat(out), [1.716006, 0.577350, 0.174144, 0.577350, -1.890151, -1.154701], atol=TOL
     )
@@ -287,7 +291,7 @@ def test_unit_costs_in_any_form_take_the_unit_path():
     batch = StepBatch.from_trajectories(group)
     assert batch.unit_cost and batch.cost.dtype == np.float64
     np.testing.assert_allclose(
-        flat(graphgpo.estimate(group, toy_cfg())), flat(TOY_TOTALS), atol=TOL
+        flat(METHODS["graphgpo"].estimate(group, toy_cfg())), flat(TOY_TOTALS), atol=TOL
     )
 
 
@@ -305,7 +309,7 @@ def rtmc_group(beta: float = 0.0):
 
 
 def test_rtmc_tree_alpha2():
-    out = rtmc.estimate(rtmc_group(), RTMCConfig(gamma=1.0, normalize="none"))
+    out = METHODS["rtmc"].estimate(rtmc_group(), RTMCConfig(gamma=1.0, normalize="none"))
     third = 1 / 3
     expected = [
         [1 / 6, 0.4, 0.25, third],
@@ -325,13 +329,13 @@ def test_rtmc_diagnostics():
 
 
 def test_rtmc_tree_alpha0():
-    out = rtmc.estimate(rtmc_group(), RTMCConfig(gamma=1.0, alpha=0.0, normalize="none"))
+    out = METHODS["rtmc"].estimate(rtmc_group(), RTMCConfig(gamma=1.0, alpha=0.0, normalize="none"))
     expected = [[1 / 6, 1 / 3, 0, 0], [1 / 6, 1 / 3, 0], [1 / 6, -2 / 3, 0, 0], [-0.5, 0, 0, 0]]
     np.testing.assert_allclose(flat(out), flat(expected), atol=TOL)
 
 
 def test_rtmc_group_std_normalisation():
-    out = rtmc.estimate(rtmc_group(), RTMCConfig(gamma=1.0, eps=0.0))
+    out = METHODS["rtmc"].estimate(rtmc_group(), RTMCConfig(gamma=1.0, eps=0.0))
     expected = [
         [0.4841, 1.1617, 0.7261, 0.9681],
         [0.4841, 1.1617, 0.7261],
@@ -339,12 +343,12 @@ def test_rtmc_group_std_normalisation():
         [-1.4522, -0.9681, -0.9681, -0.9681],
     ]
     np.testing.assert_allclose(flat(out), flat(expected), atol=5e-5)
-    raw = flat(rtmc.estimate(rtmc_group(), RTMCConfig(gamma=1.0, normalize="none")))
+    raw = flat(METHODS["rtmc"].estimate(rtmc_group(), RTMCConfig(gamma=1.0, normalize="none")))
     assert np.std(raw) == pytest.approx(0.344312, abs=1e-6)
 
 
 def test_rtmc_discount_penalty():
-    out = rtmc.estimate(rtmc_group(0.0), RTMCConfig(gamma=0.9, normalize="none"))
+    out = METHODS["rtmc"].estimate(rtmc_group(0.0), RTMCConfig(gamma=0.9, normalize="none"))
     v0, v1, v2 = (1.539 + 1) / 6, (1.71 + 1) / 5, (1.9 + 1) / 4
     assert out[0][0] == pytest.approx(0.513 - v0, abs=TOL)  # 0.0898
     assert out[3][0] == pytest.approx(-v0, abs=TOL)  # -0.4232
@@ -357,7 +361,7 @@ def test_rtmc_discount_penalty():
 
 
 def test_rtmc_validation_bonus_removes_penalty():
-    out = rtmc.estimate(rtmc_group(0.1), RTMCConfig(gamma=0.9, normalize="none"))
+    out = METHODS["rtmc"].estimate(rtmc_group(0.1), RTMCConfig(gamma=0.9, normalize="none"))
     assert out[0][2] == pytest.approx(0.25, abs=TOL) and out[1][2] == pytest.approx(0.25, abs=TOL)
     np.testing.assert_allclose(
         [out[0][0], out[3][0], out[0][1], out[2][1]], [0.1168, -0.4502, 0.322, -0.488], atol=5e-5

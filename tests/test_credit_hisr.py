@@ -1,7 +1,9 @@
-"""HISR (wrappers/hisr.py, wrappers/segments.py, wrappers/hindsight.py): the golden vectors of
+"""HISR (wrappers/hisr.py, wrappers/segments.py, wrappers/models/hindsight.py): the golden vectors of
 docs/hisr.md section 7, the properties of section 8, the scorers, and the method end to end."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import gymnasium as gym
 import numpy as np
@@ -19,17 +21,8 @@ from wrappers import (
     make_config,
 )
 from wrappers.batch import StepBatch
-from wrappers.hindsight import (
-    FeatureScorer,
-    TurnRequest,
-    cloze_messages,
-    make_scorer,
-    train_hindsight,
-    turn_requests,
-)
 from wrappers.hisr import (
     action_log_importance,
-    estimate,
     estimate_batch,
     fuse,
     hisr_rewards,
@@ -38,7 +31,16 @@ from wrappers.hisr import (
     segment_importance,
     trajectory_rewards,
 )
-from wrappers.progress import TabularProgressEstimator
+from wrappers.hisr import online_state as hisr_state
+from wrappers.models.hindsight import (
+    FeatureScorer,
+    TurnRequest,
+    cloze_messages,
+    make_scorer,
+    train_hindsight,
+    turn_requests,
+)
+from wrappers.models.progress import TabularProgressEstimator
 from wrappers.rewards import reward_to_go
 from wrappers.segments import (
     FixedLengthSegmenter,
@@ -48,6 +50,8 @@ from wrappers.segments import (
     progress_segments,
     repair_segments,
 )
+
+estimate = METHODS["hisr"].estimate  # the registry's one path, bound to hisr
 
 SEGS_71 = [(0, 0), (1, 2), (3, 3), (4, 4)]
 R_HAT_71 = np.array([0.10, 0.20, 0.10, 0.60])
@@ -281,7 +285,7 @@ def test_log_space_is_stable_with_huge_likelihood_gaps():
     (r,) = trajectory_rewards([t], config)
     assert np.all(np.isfinite(r)) and np.all(np.isfinite(_extras(t, "importance")))
     np.testing.assert_allclose(_extras(t, "modulated"), [0.0, 1.0, 0.0], atol=1e-12)
-    config.logratio_clip = 1.0  # a clamp keeps every turn in play
+    config = dataclasses.replace(config, logratio_clip=1.0)  # a clamp keeps every turn in play
     trajectory_rewards([t], config)
     assert min(_extras(t, "modulated")) > 0.0
 
@@ -367,7 +371,7 @@ def test_empty_single_step_and_failed_trajectories():
     seg_rewards = np.array(_extras(failed, "modulated"))
     assert np.sign(seg_rewards).tolist() == [1, -1, 1]
     assert np.abs(seg_rewards).sum() == pytest.approx(0.2)
-    config.advantage = "group_relative"
+    config = dataclasses.replace(config, advantage="group_relative")
     batch = StepBatch.from_trajectories([empty, one, failed], groups=[0, 0, 0], columns=())
     adv = estimate_batch(batch, config)
     assert adv.shape == (4,) and np.all(np.isfinite(adv)) and abs(adv.mean()) < 1e-9
@@ -390,7 +394,7 @@ def test_behaviour_log_probs_feed_the_policy_side():
     config.hindsight.unit = "class"  # class-level hindsight: behaviour tokens do not compare
     with pytest.raises(ValueError, match="same kind"):
         trajectory_rewards([t], config)
-    config.policy_source = "behaviour"
+    config = dataclasses.replace(config, policy_source="behaviour")
     with pytest.raises(ValueError, match="carry no logprobs"):
         trajectory_rewards([_traj("a", 3)], config)
 
@@ -529,13 +533,13 @@ def test_registered_and_named():
     assert METHODS["hisr"].wrapper is HindsightCreditWrapper
     assert METHODS["hisr"].config is HISRConfig
     config = make_config("hisr", segmenter="per_turn", sprm="tabular", beta=0.5)
-    assert config.beta == 0.5 and isinstance(config.sprm, TabularProgressEstimator)
+    assert config.beta == 0.5 and isinstance(hisr_state(config).sprm, TabularProgressEstimator)
 
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_wrapper_on_text_sokoban_trains_online_and_credits():
     config = make_config("hisr", refit_every=1)
-    config.sprm.options["epochs"] = 50
+    hisr_state(config).sprm.options["epochs"] = 50  # the online state holds the built model
     env = HindsightCreditWrapper(
         gym.make("agentenvs/Sokoban-v0", action_format="plain", max_steps=5), group_size=3,
         config=config,
@@ -558,7 +562,7 @@ def test_wrapper_on_text_sokoban_trains_online_and_credits():
             <= set(t.steps[0].extras["hisr"])  # fmt: skip
     modulated = [t for t in last if len({s.extras["hisr"]["segment"] for s in t.steps}) > 1]
     assert any(t.info["credit"]["scorer_tokens"] > 0 for t in modulated)
-    assert config.trainer.fits == 3
+    assert hisr_state(config).trainer.fits == 3
 
 
 def test_vector_wrapper_and_assign_advantages_agree():
@@ -592,5 +596,5 @@ def test_credit_ppo_learns_with_hisr():
                               seed=0, config=config)  # fmt: skip
     model = CreditPPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=0)
     model.learn(384)
-    assert model.num_timesteps >= 384 and config.trainer.fits >= 1
+    assert model.num_timesteps >= 384 and hisr_state(config).trainer.fits >= 1
     assert np.isfinite(model.logger.name_to_value["train/loss"])

@@ -6,14 +6,17 @@ import dataclasses
 import math
 from collections import deque
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_credit_helpers import path_traj
 
+import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import Step, Trajectory, read_trajectories, write_trajectories
 from wrappers import (
+    METHODS,
     GiGPOConfig,
     GraphGPOConfig,
     GRPOConfig,
@@ -25,6 +28,7 @@ from wrappers import (
     rtmc,
 )
 from wrappers.batch import (
+    INVALID_ACTION,
     StepBatch,
     action_signature,
     action_signatures,
@@ -87,12 +91,12 @@ def flat(arrays):
 def test_graph_and_gigpo_reduce_to_grpo_without_repeats(trajs, episode_norm, norm):
     trajs = unique_keys(trajs)
     base = dict(episode_norm=episode_norm, norm=norm)
-    expected = flat(grpo.estimate(trajs, GRPOConfig(**base)))
+    expected = flat(METHODS["grpo"].estimate(trajs, GRPOConfig(**base)))
     np.testing.assert_allclose(
-        flat(graphgpo.estimate(trajs, GraphGPOConfig(**base))), expected, atol=1e-12
+        flat(METHODS["graphgpo"].estimate(trajs, GraphGPOConfig(**base))), expected, atol=1e-12
     )
     np.testing.assert_allclose(
-        flat(gigpo.estimate(trajs, GiGPOConfig(**base))), expected, atol=1e-12
+        flat(METHODS["gigpo"].estimate(trajs, GiGPOConfig(**base))), expected, atol=1e-12
     )
 
 
@@ -112,8 +116,8 @@ def test_rtmc_reduces_to_grpo_with_distinct_signatures(trajs, alpha):
         for t in unique_keys(trajs)
     ]
     cfg = RTMCConfig(gamma=1.0, alpha=alpha, normalize="none")
-    expected = alpha / (1 + alpha) * flat(grpo.estimate(trajs, GRPOConfig(norm="mean")))
-    np.testing.assert_allclose(flat(rtmc.estimate(trajs, cfg)), expected, atol=1e-12)
+    expected = alpha / (1 + alpha) * flat(METHODS["grpo"].estimate(trajs, GRPOConfig(norm="mean")))
+    np.testing.assert_allclose(flat(METHODS["rtmc"].estimate(trajs, cfg)), expected, atol=1e-12)
 
 
 @FAST
@@ -133,19 +137,27 @@ def test_rtmc_root_signature_is_grpo(trajs, alpha):
     cfg = RTMCConfig(
         gamma=1.0, alpha=alpha, normalize="none", signature=lambda steps, t: ("root", id(steps))
     )
-    expected = flat(grpo.estimate(trajs, GRPOConfig(norm="mean")))
-    np.testing.assert_allclose(flat(rtmc.estimate(trajs, cfg)), expected, atol=1e-12)
+    expected = flat(METHODS["grpo"].estimate(trajs, GRPOConfig(norm="mean")))
+    np.testing.assert_allclose(flat(METHODS["rtmc"].estimate(trajs, cfg)), expected, atol=1e-12)
 
 
 def test_rtmc_pools_llm_answers_by_their_command():
-    """Different reasoning, same <action>: one (state, action) key; invalid answers pool together."""
-    win = path_traj(
-        "AB", True, actions=["<think>box left</think><action>up</action>"], rewards=[1.0]
-    )
-    lose = path_traj("AC", False, actions=["<think>hmm</think><action>up</action>"], rewards=[0.0])
+    """Different reasoning, same <action>: the env reports one action key (info["action_key"]), so
+    one (state, action) key; invalid answers pool together."""
+    answers = [
+        "<think>box left</think><action>up</action>",
+        "<think>hmm</think><action>up</action>",
+    ]
+    env = gym.make("agentenvs/Sokoban-v0")
+    env.reset(seed=0)
+    keys = [env.step(answer)[4]["action_key"] for answer in answers]
+    assert keys == ["up", "up"]
+    win = path_traj("AB", True, actions=answers[:1], rewards=[1.0])
+    lose = path_traj("AC", False, actions=answers[1:], rewards=[0.0])
+    win.steps[0].action_key, lose.steps[0].action_key = keys  # as the recorder stores them
     bad = path_traj("AD", False, actions=["up!!"], invalid=(0,), rewards=[-0.1])
     worse = path_traj("AE", False, actions=["no idea"], invalid=(0,), rewards=[-0.1])
-    adv = rtmc.estimate([win, lose, bad, worse], RTMCConfig(gamma=1.0, normalize="none"))
+    adv = METHODS["rtmc"].estimate([win, lose, bad, worse], RTMCConfig(gamma=1.0, normalize="none"))
     assert adv[0][0] == adv[1][0] > adv[2][0] == adv[3][0]
 
 
@@ -156,7 +168,7 @@ def test_rtmc_cumulative_set_signature_merges_reordered_histories():
         path_traj("AEFG", False, actions=["open", "look", "drop"], rewards=[0, 0, 0]),
     ]
     cfg = RTMCConfig(gamma=1.0, normalize="none", signature=rtmc.cumulative_set_signature)
-    adv = rtmc.estimate(group, cfg)
+    adv = METHODS["rtmc"].estimate(group, cfg)
     assert adv[0][2] > 0 > adv[1][2]  # same state {look, open}: take beats drop
     assert adv[0][2] == pytest.approx(1 - (1 + 2 * 0.5) / 4)
 
@@ -240,7 +252,7 @@ def test_graph_advantage_scale_and_convention_invariance(trajs, omega, r_succ):
 
 def test_goal_beats_loop():
     group = [path_traj("SG", True), path_traj("STS", False), path_traj("STSG", True)]
-    adv = graphgpo.estimate(group, GraphGPOConfig())
+    adv = METHODS["graphgpo"].estimate(group, GraphGPOConfig())
     assert adv[0][0] > adv[1][0]  # S->G over S->T (T leads only back to S)
     assert adv[2][2] > adv[2][0]
     a_g = graphgpo.graph_advantages(StepBatch.from_trajectories(group), GraphGPOConfig())
@@ -251,7 +263,7 @@ def test_good_step_in_failed_trajectory_gets_positive_credit():
     """On the toy group: tau4's shortcut A->C tops G(A) and its total is positive."""
     from test_credit_helpers import toy_group
 
-    adv = graphgpo.estimate(toy_group(), GraphGPOConfig(distance_discount=0.5))
+    adv = METHODS["graphgpo"].estimate(toy_group(), GraphGPOConfig(distance_discount=0.5))
     assert adv[3][0] > 0 and adv[3][0] > adv[0][0]
 
 
@@ -266,7 +278,7 @@ def test_no_success_gives_zero(trajs, method):
         )
         for t in trajs
     ]
-    assert not np.any(flat(MODULES[method].estimate(trajs)))
+    assert not np.any(flat(METHODS[method].estimate(trajs)))
 
 
 # -- robustness, equivariance, locality ------------------------------------------------------------
@@ -283,10 +295,10 @@ CONFIGS = [
     ),
 ]
 ESTIMATE = {
-    GRPOConfig: grpo.estimate,
-    GiGPOConfig: gigpo.estimate,
-    GraphGPOConfig: graphgpo.estimate,
-    RTMCConfig: rtmc.estimate,
+    GRPOConfig: METHODS["grpo"].estimate,
+    GiGPOConfig: METHODS["gigpo"].estimate,
+    GraphGPOConfig: METHODS["graphgpo"].estimate,
+    RTMCConfig: METHODS["rtmc"].estimate,
 }
 
 
@@ -332,7 +344,7 @@ def test_edge_inputs(config):
 def test_all_success_different_routes_graph_prefers_shorter():
     """All succeed along different paths: A^E = 0 but the shorter route wins."""
     group = [path_traj("ABG", True), path_traj("ACDG", True)]
-    adv = graphgpo.estimate(group, GraphGPOConfig())
+    adv = METHODS["graphgpo"].estimate(group, GraphGPOConfig())
     assert adv[0][0] > 0 > adv[1][0]
 
 
@@ -346,14 +358,14 @@ def test_similarity_merges_noisy_anchors():
         path_traj(["room one", "room two"], True),
         path_traj(["room one", "room three"], False),
     ]
-    exact = flat(gigpo.estimate(clean, GiGPOConfig()))
-    assert not np.allclose(flat(gigpo.estimate(noisy, GiGPOConfig())), exact)
+    exact = flat(METHODS["gigpo"].estimate(clean, GiGPOConfig()))
+    assert not np.allclose(flat(METHODS["gigpo"].estimate(noisy, GiGPOConfig())), exact)
     np.testing.assert_allclose(
-        flat(gigpo.estimate(noisy, GiGPOConfig(similarity_threshold=0.8))), exact
+        flat(METHODS["gigpo"].estimate(noisy, GiGPOConfig(similarity_threshold=0.8))), exact
     )
     np.testing.assert_allclose(
-        flat(graphgpo.estimate(noisy, GraphGPOConfig(similarity_threshold=0.8))),
-        flat(graphgpo.estimate(clean, GraphGPOConfig())),
+        flat(METHODS["graphgpo"].estimate(noisy, GraphGPOConfig(similarity_threshold=0.8))),
+        flat(METHODS["graphgpo"].estimate(clean, GraphGPOConfig())),
     )
 
 
@@ -375,7 +387,7 @@ def test_similarity_rejects_non_text_keys():
     group = [path_traj("AB", True)]
     group[0].steps[0].state_key = (1, 2)
     with pytest.raises(TypeError, match="text"):
-        gigpo.estimate(group, GiGPOConfig(similarity_threshold=0.9))
+        METHODS["gigpo"].estimate(group, GiGPOConfig(similarity_threshold=0.9))
 
 
 # -- bad input -------------------------------------------------------------------------------------
@@ -383,7 +395,7 @@ def test_bad_inputs_raise_clear_errors():
     t = path_traj("AB", True)
     t.steps[0].reward = math.nan
     with pytest.raises(ValueError, match="finite"):
-        grpo.estimate([t])
+        METHODS["grpo"].estimate([t])
     with pytest.raises(ValueError, match="episode_norm"):
         GRPOConfig(episode_norm="nope")
     with pytest.raises(ValueError, match="distance_discount"):
@@ -409,8 +421,8 @@ def test_explicit_groups_and_array_keys():
 def test_assign_advantages_matches_estimate():
     """The registry's in-place route gives every method's ``estimate`` values."""
     group = [path_traj("ABCG", True), path_traj("ABXX", False), path_traj("ACG", True)]
-    for name, module in MODULES.items():
-        expected = flat(module.estimate(group))
+    for name in MODULES:
+        expected = flat(METHODS[name].estimate(group))
         assign_advantages([group], name)
         np.testing.assert_allclose([s.advantage for t in group for s in t.steps], expected)
 
@@ -495,23 +507,15 @@ TAGGY = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
 
 
 @FAST
-@given(
-    st.lists(st.tuples(TAGGY | st.integers(0, 3), st.booleans()), max_size=12),
-    st.sampled_from([1, 3, 1 << 15]),
-)
-def test_bulk_action_signatures_equal_per_step(pairs, block):
-    """The bulk parser gives :func:`action_signature` of every action, in blocks of any size."""
-    import wrappers.batch as batch_module
-
+@given(st.lists(st.tuples(TAGGY | st.integers(0, 3), st.booleans()), max_size=12))
+def test_action_signatures_equal_per_step(pairs):
+    """The batch path gives :func:`action_signature` of every action without an env key: the text
+    itself (stripped; tags are the env's to parse), the value, or the invalid marker."""
     actions = [a for a, _ in pairs]
     valid = [v for _, v in pairs]
     expected = [action_signature(Step("o", a, 0.0, action_valid=v)) for a, v in pairs]
-    saved = batch_module._BLOCK
-    batch_module._BLOCK = block
-    try:
-        assert action_signatures(actions, valid) == expected
-    finally:
-        batch_module._BLOCK = saved
+    assert action_signatures(actions, valid) == expected
+    assert all(e == INVALID_ACTION for e, v in zip(expected, valid, strict=True) if not v)
 
 
 KEYS = st.sampled_from(["A", "B", "C", None, 1, 1.0, (1, "A")]) | st.builds(
@@ -563,8 +567,10 @@ def test_columns_left_out_are_unknown_and_estimates_unchanged():
     assert len(set(bare.state.tolist() + bare.next_state.tolist())) == 2 * bare.n_steps
     assert bare.action.tolist() == [0] * bare.n_steps and bare.unit_cost
     full = StepBatch.from_trajectories(group)
-    for module in MODULES.values():
-        np.testing.assert_array_equal(flat(module.estimate(group)), module.estimate_batch(full))
+    for name, module in MODULES.items():
+        np.testing.assert_array_equal(
+            flat(METHODS[name].estimate(group)), module.estimate_batch(full)
+        )
 
 
 # -- step costs (docs/credit.md, sections 2 and 5.2) -----------------------------------------------
@@ -636,7 +642,7 @@ def test_weighted_monotone_within_source_groups(trajs, data, omega):
 def test_invalid_costs_raise(bad):
     t = path_traj("ABC", True, costs=[1.0, bad])
     with pytest.raises(ValueError, match="costs must be finite and > 0"):
-        graphgpo.estimate([t])
+        METHODS["graphgpo"].estimate([t])
     with pytest.raises(ValueError, match="costs must be finite and > 0"):
         StepBatch.from_arrays([2], [0], [True], [0.0, 10.0], [0, 1], cost=[1.0, bad])
 

@@ -107,7 +107,8 @@ def test_builtins_names_aliases_and_entries():
         assert entry.name == name and entry.estimate_batch is module.estimate_batch
         assert entry.wrapper is wrappers[name] and wrappers[name].method == name
         estimate, config = entry  # unpacks as (estimate, Config)
-        got, want = estimate(group, config()), module.estimate(group, config())
+        batch = entry.batch(group, config())
+        got, want = estimate(group, config()), batch.split(module.estimate_batch(batch, config()))
         assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
     assert METHODS["rtmc"].signature(RTMCConfig()) is default_signature
     assert METHODS["grpo"].signature(None) is states_only(None) is state_signature

@@ -1,4 +1,4 @@
-"""SPA (``wrappers.spa``) and the progress estimators (``wrappers.progress``).
+"""SPA (``wrappers.spa``) and the progress estimators (``wrappers.models.progress``).
 
 Golden vectors are worked by hand in docs/spa.md, section 8; the properties are those of
 docs/spa.md, section 9. Tolerances: golden vectors 1e-6 (closed form) or 1e-3 (gradient descent);
@@ -15,6 +15,7 @@ import pytest
 import agentenvs
 from agentenvs.core import Step, Trajectory
 from wrappers import (
+    METHODS,
     ProgressCreditWrapper,
     SPAConfig,
     VectorCreditWrapper,
@@ -22,7 +23,7 @@ from wrappers import (
     credited_groups,
     make_config,
 )
-from wrappers.progress import (
+from wrappers.models.progress import (
     FeatureProgressEstimator,
     ProgressEstimator,
     TabularProgressEstimator,
@@ -31,7 +32,10 @@ from wrappers.progress import (
     sum_loss,
 )
 from wrappers.rewards import reward_to_go
-from wrappers.spa import estimate, fuse, gae
+from wrappers.spa import fuse, gae
+from wrappers.spa import online_state as spa_state
+
+estimate = METHODS["spa"].estimate  # the registry's one path, bound to spa
 
 
 class FixedEstimator:
@@ -57,10 +61,14 @@ def fixed(table, **options):
 
 
 def traj(actions, after, success=False, traj_id="", rewards=None):
-    """A trajectory whose step ``t`` led to observation ``after[t]``."""
+    """A trajectory whose step ``t`` led to observation ``after[t]`` (a "Nothing happens." step
+    flagged not executed, as the ALFWorld env's ``info["action_executed"]`` does)."""
     obs = ["start", *after[:-1]]
     rewards = rewards or [0.0] * len(actions)
     steps = [Step(o, a, r) for o, a, r in zip(obs, actions, rewards, strict=True)]
+    for step, seen in zip(steps, after, strict=True):  # as ALFWorld reports an ignored command
+        if seen.startswith("Nothing happens"):
+            step.extras["action_executed"] = False
     return Trajectory(
         "t", "g", steps, success=success, traj_id=traj_id, final_observation=after[-1]
     )
@@ -227,7 +235,9 @@ def test_config_errors_are_clear():
         TabularProgressEstimator().contributions(_two_step_task()[:1], ends=[[0]])
     with pytest.raises(ValueError, match="targets"):
         TabularProgressEstimator().fit(_two_step_task(), [1.0])
-    assert isinstance(make_config("spa", estimator="tabular").estimator, ProgressEstimator)
+    assert isinstance(
+        spa_state(make_config("spa", estimator="tabular")).estimator, ProgressEstimator
+    )
 
 
 # -- trained estimators --------------------------------------------------------------------------------
@@ -261,7 +271,7 @@ def test_online_refits_continue_for_refit_epochs():
     reports = []
     for group in groups:
         assign_advantages([group], "spa", config)
-        reports.append(config.buffer.last)
+        reports.append(spa_state(config).buffer.last)
     assert [r.epochs for r in reports] == [40, 3, 3]
     assert reports[1].loss_before > 0 and reports[2].loss_after < reports[1].loss_before
     with pytest.raises(ValueError, match="refit_epochs"):
@@ -332,7 +342,7 @@ def _text_task(rng, m):
 
 
 def test_hf_estimator_is_causal_deterministic_and_truncates(tiny_dir, tmp_path):
-    from wrappers.progress import HFProgressEstimator
+    from wrappers.models.progress import HFProgressEstimator
 
     trajs, targets = _text_task(np.random.default_rng(6), 4)
     est = HFProgressEstimator(tiny_dir, epochs=2, seed=0)
@@ -361,7 +371,7 @@ def test_hf_estimator_is_causal_deterministic_and_truncates(tiny_dir, tmp_path):
 
 
 def test_hf_estimator_sum_error_drops_tenfold(tiny_dir):
-    from wrappers.progress import HFProgressEstimator
+    from wrappers.models.progress import HFProgressEstimator
 
     trajs, targets = _text_task(np.random.default_rng(7), 32)
     est = HFProgressEstimator(tiny_dir, epochs=50, batch_size=8, lr=1e-3, seed=0)  # 200 steps
@@ -399,12 +409,13 @@ def test_progress_wrapper_trains_online_on_sokoban_discrete():
             )
             assert np.all(np.isfinite(t.advantages))
     assert (
-        config.buffer.fits == 4 and config.buffer.last.loss_after < config.buffer.last.loss_before
+        spa_state(config).buffer.fits == 4
+        and spa_state(config).buffer.last.loss_after < spa_state(config).buffer.last.loss_before
     )
-    buffered = [t for t, _ in config.buffer.items]
-    targets = [r for _, r in config.buffer.items]
+    buffered = [t for t, _ in spa_state(config).buffer.items]
+    targets = [r for _, r in spa_state(config).buffer.items]
     zero_loss = float(np.mean(np.square(targets)))  # what an untrained (all-zero) estimator scores
-    assert sum_loss(config.estimator.contributions(buffered), targets) < 0.5 * zero_loss
+    assert sum_loss(spa_state(config).estimator.contributions(buffered), targets) < 0.5 * zero_loss
 
 
 def test_credit_ppo_learns_with_spa():
@@ -419,7 +430,7 @@ def test_credit_ppo_learns_with_spa():
     model = CreditPPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=0)
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(256)
-    assert model.num_timesteps >= 256 and config.buffer.fits > 0
+    assert model.num_timesteps >= 256 and spa_state(config).buffer.fits > 0
     assert np.all(np.isfinite(model.rollout_buffer.advantages))
     assert any(not (a == b).all() for a, b in zip(before, model.policy.parameters(), strict=True))
 

@@ -1,4 +1,4 @@
-"""TRIAGE (wrappers/triage.py, wrappers/judges/): the maths, the judges and the plumbing.
+"""TRIAGE (wrappers/triage.py, wrappers/models/judges/): the maths, the judges and the plumbing.
 
 The golden values are worked by hand in docs/triage.md, section 10; the properties are those of
 docs/triage.md, section 2; the oracle's rules are docs/triage.md, section 7.
@@ -29,7 +29,7 @@ from wrappers import (
     credited_groups,
     make_config,
 )
-from wrappers.judges import (
+from wrappers.models.judges import (
     HTTPJudge,
     JudgeFallbackWarning,
     JudgeRequest,
@@ -42,7 +42,10 @@ from wrappers.judges import (
     make_judge,
     parse_judge_output,
 )
-from wrappers.triage import estimate, outcome_advantages, whiten
+from wrappers.triage import online_state as triage_state
+from wrappers.triage import outcome_advantages, whiten
+
+estimate = METHODS["triage"].estimate  # the registry's one path, bound to triage
 
 
 class LabelJudge:
@@ -269,12 +272,14 @@ def test_scalar_mode():
 
 
 def test_config_checks_and_presets():
-    assert TriageConfig().judge == "oracle" and isinstance(TriageConfig().get_judge(), OracleJudge)
+    assert TriageConfig().judge == "oracle" and isinstance(
+        triage_state(TriageConfig()).judge, OracleJudge
+    )
     assert make_config("triage", judge="oracle", lam=0.4).lam == 0.4
-    assert TriageConfig.reference("alfworld").lam == 0.2
+    assert TriageConfig.reference("agentenvs/ALFWorld-v0").lam == 0.2
     assert TriageConfig.reference("agentenvs/SearchQA-v0", lam=0.3).lam == 0.3
     with pytest.raises(ValueError, match="preset"):
-        TriageConfig.reference("sokoban")
+        TriageConfig.reference("agentenvs/Sokoban-v0")
     with pytest.raises(ValueError, match="not 'oracle'"):
         TriageConfig(judge="/no/such/dir")
     with pytest.raises(ValueError, match="whiten_scope"):
@@ -538,7 +543,10 @@ def test_a_judge_url_with_no_server_warns_then_raises():
     tolerant = TriageConfig(judge=config.judge, judge_max_error_fraction=1.0)
     with pytest.warns(JudgeFallbackWarning):  # 12 segments fall back, nothing raised
         estimate(golden_group(), tolerant)
-    assert tolerant.get_judge().errors == 12 and tolerant.get_judge().max_error_fraction == 1.0
+    assert (
+        triage_state(tolerant).judge.errors == 12
+        and triage_state(tolerant).judge.max_error_fraction == 1.0
+    )
     with pytest.raises(ValueError, match="max_error_fraction must be in"):
         HTTPJudge(down.url, max_error_fraction=1.5)
     with pytest.raises(ValueError, match="judge_max_error_fraction must be in"):

@@ -1,7 +1,15 @@
 """wrappers: credit assignment for groups of rollouts of one task.
 
-Each method is an estimator module registered in one open registry (the structural ones pure
-numpy; the model-based ones, TRIAGE, HISR and SPA, consult a model held by their config):
+What it may import: numpy, gymnasium, the standard library and :mod:`agentenvs` (never the
+learners, the viewer or the command). The structural modules import no torch or transformers;
+:mod:`wrappers.models` imports them only inside the functions that build a model (a test imports
+the package with torch blocked). No module imports this package's ``__init__``, and the import
+graph has no cycle (tested).
+
+Each method is an estimator module registered in one open registry (:mod:`wrappers.methods`
+registers the built-ins; the structural ones are pure numpy; the model-based ones, TRIAGE, HISR
+and SPA, have ``needs_model=True``: their frozen config names a model that their online state
+builds and trains, from :mod:`wrappers.models`):
 
 * :mod:`wrappers.grpo` - GRPO outcome advantage (:class:`GRPOConfig`), method ``"grpo"``.
 * :mod:`wrappers.gigpo` - GiGPO anchor-state step groups (:class:`GiGPOConfig`), ``"gigpo"``.
@@ -9,18 +17,20 @@ numpy; the model-based ones, TRIAGE, HISR and SPA, consult a model held by their
   ``"graphgpo"`` (alias ``"graph"``).
 * :mod:`wrappers.rtmc` - RTMC rollout-tree Monte Carlo (:class:`RTMCConfig`), ``"rtmc"``.
 * :mod:`wrappers.triage` - TRIAGE role-typed credit from a judge (:class:`TriageConfig`),
-  ``"triage"``; its judges are in :mod:`wrappers.judges`.
+  ``"triage"``; its judges are in :mod:`wrappers.models.judges`.
 * :mod:`wrappers.hisr` - HISR hindsight-modulated segmental process rewards (:class:`HISRConfig`),
   ``"hisr"``; its segmenters are in :mod:`wrappers.segments`, its scorers in
-  :mod:`wrappers.hindsight`.
+  :mod:`wrappers.models.hindsight`.
 * :mod:`wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
-  progress estimators (shared with HISR) are in :mod:`wrappers.progress`.
+  progress estimators (shared with HISR) are in :mod:`wrappers.models.progress`.
 
-Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-array
-``estimate_batch(StepBatch, config) -> np.ndarray``. The rest of the package:
+Each has the flat-array ``estimate_batch(StepBatch, config) -> np.ndarray``; trajectories go
+through the one path of the registry: :func:`estimate` returns advantages,
+:func:`assign_advantages` writes them. The rest of the package:
 
 * :mod:`wrappers.registry` - :data:`METHODS` (names and aliases -> :class:`CreditMethod`),
-  :data:`ALIASES`, :func:`register_method`, :func:`get_method`, :func:`assign_advantages`.
+  :data:`ALIASES`, :func:`register_method`, :func:`get_method`, :func:`estimate`,
+  :func:`assign_advantages`, :func:`registered_methods`, :func:`env_preset`.
 * :mod:`wrappers.base` - the single-env wrappers: :class:`CreditWrapper` (any method by name) and
   :class:`OutcomeCreditWrapper`, :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`,
   :class:`RolloutTreeCreditWrapper`, :class:`RoleCreditWrapper`, :class:`HindsightCreditWrapper`,
@@ -31,7 +41,9 @@ Each has ``estimate(trajectories, config) -> list[np.ndarray]`` and the flat-arr
 * :mod:`wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
 * :mod:`wrappers.batch`, :mod:`wrappers.stats`, :mod:`wrappers.matching` - estimator internals.
 * :mod:`wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
-* :mod:`wrappers.hf` - loading a local Hugging Face causal LM (the model-based methods).
+* :mod:`wrappers.methods` - the registration of the built-ins.
+* :mod:`wrappers.models` - the model-backed parts (progress estimators, hindsight scorers,
+  judges, the shared fit loop, the online-state map, loading a local Hugging Face causal LM).
 
 The wrappers repeat a task for a group, record the steps and emit credited trajectories in
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.
@@ -42,6 +54,7 @@ The wrappers repeat a task for a group, record the steps and emit credited traje
 True
 """
 
+from wrappers import methods  # noqa: F401  (registers the built-ins before anything resolves a name)
 from wrappers.base import (
     CreditWrapper,
     GiGPOCreditWrapper,
@@ -66,10 +79,13 @@ from wrappers.registry import (
     assign_advantages,
     canonical_name,
     config_signature,
+    env_preset,
+    estimate,
     get_method,
     make_config,
     method_names,
     register_method,
+    registered_methods,
     states_only,
     unregister_method,
 )
@@ -102,13 +118,16 @@ __all__ = [
     "CreditMethod",
     "MissingStateKeyWarning",
     "register_method",
+    "registered_methods",
     "unregister_method",
     "method_names",
     "canonical_name",
     "get_method",
     "assign_advantages",
+    "estimate",
     "make_config",
     "config_signature",
+    "env_preset",
     "states_only",
     "group_id",
 ]

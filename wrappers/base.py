@@ -55,7 +55,7 @@ from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.workers import rng_state_of
 from wrappers.grouping import GroupAssembler
 from wrappers.recorder import EpisodeRecorder
-from wrappers.registry import _bind_wrapper, canonical_name, get_method
+from wrappers.registry import _bind_wrapper, _generic_wrapper, canonical_name, get_method
 
 __all__ = [
     "CreditWrapper",
@@ -100,7 +100,8 @@ class CreditWrapper(
 
     Attributes:
         method: the method name as given (an alias stays an alias);
-            ``credit_method`` is the registry entry (``credit_method.name`` the canonical name).
+            ``credit_method`` is the registry entry, resolved once here and kept
+            (``credit_method.name`` the canonical name).
         config: the method's config in use. group_size: episodes per group.
 
     Resetting in the middle of an episode abandons that episode (it is not part of any group); once
@@ -146,7 +147,7 @@ class CreditWrapper(
         )
         gym.Wrapper.__init__(self, env)
         self._assembler = GroupAssembler(
-            group_size, method, config, store=store, state_keys=state_keys
+            group_size, self.credit_method, config, store=store, state_keys=state_keys
         )
         self.method = method
         self.config = config
@@ -220,6 +221,9 @@ def refuse_double_credit(env: gym.Env | gym.vector.VectorEnv, wrapper: str) -> N
             )
         inner = inner.env
     return None
+
+
+_generic_wrapper.append(CreditWrapper)  # CreditMethod.wrap's wrapper for a method with no named one
 
 
 class OutcomeCreditWrapper(CreditWrapper, method="grpo"):

@@ -9,15 +9,14 @@ This module holds:
 * :func:`hashable_key` - turn a state key (text, bytes, numpy array, list, dict) into a hashable value.
 * :func:`action_signature`, :func:`default_signature`, :func:`state_signature` - what identifies an
   action / a step.
-* :func:`estimate_trajectories` - the shared ``estimate`` driver: build a batch, run a flat-array
-  estimator, split the result back per trajectory.
 
 Codes are dense integers, numbered in order of first occurrence (states before next states). A
 ``None`` state key means "unknown": it gets a fresh code per occurrence, so it never matches
-another state. How the batch is built fast (one pass over the steps, keys factorised in bulk, LLM
-answers parsed in bulk) is described in docs/credit.md, section 2.
+another state. How the batch is built fast (one pass over the steps, keys factorised in bulk) is
+described in docs/credit.md, section 2. Actions are matched by the env's ``Step.action_key``
+(:func:`action_signature`); nothing here parses an LLM answer.
 
->>> from agentenvs.core import Step, Trajectory, parse_action
+>>> from agentenvs.core import Step, Trajectory
 >>> t = Trajectory("t", "g", [Step("o", "up", 0.0, state_key="A", next_state_key="B"),
 ...                           Step("o", "up", 10.0, state_key="B", next_state_key="C")], success=True)
 >>> b = StepBatch.from_trajectories([t, t])
@@ -38,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from agentenvs.core import Step, Trajectory, parse_action
+from agentenvs.core import Step, Trajectory
 from wrappers.stats import dense_rank
 
 __all__ = [
@@ -52,7 +51,6 @@ __all__ = [
     "state_signature",
     "hashable_key",
     "factorise",
-    "estimate_trajectories",
 ]
 
 #: ``signature(steps, t) -> (state_signature, action_signature)`` for step ``t`` of one trajectory.
@@ -92,24 +90,22 @@ INVALID_ACTION = "<invalid>"
 def _action_signature(action: Any, valid: bool) -> Hashable:
     if not valid:
         return INVALID_ACTION
-    if isinstance(action, str):
-        parsed = parse_action(action, require_think=False)
-        return parsed.command if parsed.valid else action.strip()
-    return hashable_key(action)
+    return action.strip() if isinstance(action, str) else hashable_key(action)
 
 
 def action_signature(step: Step) -> Hashable:
-    """What an action *did*, for matching: the env's ``Step.action_key`` where it gives one;
-    otherwise the command of a tagged LLM answer (its reasoning does not count), the stripped text
-    of a plain one, :data:`INVALID_ACTION` for any invalid action, and the action itself (made
-    hashable) when it is not text.
+    """What an action *did*, for matching: the env's ``Step.action_key`` (``info["action_key"]``:
+    every agentenvs text env reports the parsed command, so an LLM answer's reasoning does not
+    count), :data:`INVALID_ACTION` for any invalid action, else the action itself (text stripped,
+    other values made hashable). Wrappers never parse answers: that is the env's contract.
 
-    >>> action_signature(Step("o", "<think>box is left</think><action>left</action>", -0.1))
+    >>> action_signature(Step("o", "<think>box is left</think><action>left</action>", -0.1,
+    ...                       action_key="left"))
     'left'
     >>> action_signature(Step("o", "I'd go left", -0.1, action_valid=False))
     '<invalid>'
-    >>> action_signature(Step("o", "<function=search>...", 0.0, action_key="search@."))
-    'search@.'
+    >>> action_signature(Step("o", " up ", 0.0)), action_signature(Step("o", 2, 0.0))
+    ('up', 2)
     """
     if step.action_key is not None:
         return step.action_key
@@ -220,72 +216,6 @@ class _NoKey:
 _NO_KEY = _NoKey()
 
 
-# str.isspace() over ASCII: what str.strip() removes from ASCII text.
-_SPACE = np.zeros(256, bool)
-_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
-#: Bytes scanned per numpy pass (small temporaries: no fresh pages to fault in per pass).
-_CHUNK = 1 << 20
-#: Actions parsed per block by :func:`action_signatures`.
-_BLOCK = 1 << 15
-
-
-def _positions(data: np.ndarray, byte: int) -> np.ndarray:
-    """Sorted positions of ``byte`` in ``data``, scanned chunk by chunk."""
-    parts = [np.flatnonzero(data[i : i + _CHUNK] == byte) + i for i in range(0, len(data), _CHUNK)]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
-
-
-def _find_tags(data: np.ndarray, end: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted positions of ``<action>`` and ``</action>`` (letters in any case) in ``data[:end]``
-    (``data`` extends at least 2 bytes past ``end``).
-
-    Chunk by chunk, ``<a`` / ``</a`` candidates are found with shifted comparisons, then the rest
-    of each tag is checked at the candidates only. ``x | 0x20`` equals a lower-case letter exactly
-    when ``x`` is that letter in either case.
-    """
-    opens, closes = [], []
-    for i in range(0, end, _CHUNK):
-        block = data[i : min(i + _CHUNK, end) + 2]
-        lt = block[:-2] == 60
-        lower = block | 0x20
-        opens.append(np.flatnonzero(lt & (lower[1:-1] == 97)) + i)
-        closes.append(np.flatnonzero(lt & (block[1:-1] == 47) & (lower[2:] == 97)) + i)
-    found = []
-    for parts, tag, checked in ((opens, b"<action>", 2), (closes, b"</action>", 3)):
-        pos = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        pos = pos[pos <= end - len(tag)]
-        for k in range(checked, len(tag)):
-            x = data[pos + k]
-            pos = pos[(x | 0x20) == tag[k]] if 97 <= tag[k] <= 122 else pos[x == tag[k]]
-        found.append(pos)
-    return found[0], found[1]
-
-
-def _strip_spans(data: np.ndarray, lo: np.ndarray, hi: np.ndarray, rows: np.ndarray) -> None:
-    """Trim ASCII white space off the spans ``[lo, hi)`` listed in ``rows``, in place."""
-    active = rows
-    while active.size:
-        active = active[(lo[active] < hi[active]) & _SPACE[data[lo[active]]]]
-        lo[active] += 1
-    active = rows
-    while active.size:
-        active = active[(lo[active] < hi[active]) & _SPACE[data[hi[active] - 1]]]
-        hi[active] -= 1
-
-
-def _cut(data: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[str]:
-    """``[text[a:b] for a, b in zip(lo, hi)]`` for ASCII ``data`` without ``\\x00``: the spans are
-    gathered into one buffer, separated by ``\\x00``, decoded once and split."""
-    size = hi - lo
-    total = int(size.sum())
-    source = np.repeat(lo - (np.cumsum(size) - size), size) + np.arange(total)
-    keep = np.ones(total + len(size), bool)
-    keep[np.cumsum(size + 1) - 1] = False  # the separators
-    buf = np.zeros(total + len(size), np.uint8)
-    buf[keep] = data[source]
-    return buf[:-1].tobytes().decode("ascii").split("\x00")
-
-
 def _with_env_keys(env_keys: list[Any], derived: Callable[[], list[Hashable]]) -> list[Hashable]:
     """The env's action keys where given (``Step.action_key``), the ``derived`` ones elsewhere
     (computed only when some step has no env key)."""
@@ -299,77 +229,13 @@ def _with_env_keys(env_keys: list[Any], derived: Callable[[], list[Hashable]]) -
 
 
 def action_signatures(actions: Sequence[Any], valid: Sequence[bool]) -> list[Hashable]:
-    """:func:`action_signature` of many actions at once (equal results, much faster on text).
+    """The signature of each action that has no env key: :data:`INVALID_ACTION` where invalid,
+    else the action itself (text stripped, other values made hashable).
 
-    ASCII text is parsed in bulk: the answers are joined into one buffer, the ``<action>`` and
-    ``</action>`` tags are located with numpy, the rule of
-    :func:`~agentenvs.core.parse_action` (``require_think=False``) is checked per answer from the
-    tag counts, and the signatures are cut out of the buffer together. Other actions (non-ASCII
-    text, non-text) take the per-action path.
-
-    >>> action_signatures(["<think>x</think><ACTION> up </ACTION>", " up!", "<action>a"], [1, 1, 0])
-    ['up', 'up!', '<invalid>']
+    >>> action_signatures([" up ", 3, "<action>a"], [1, 1, 0])
+    ['up', 3, '<invalid>']
     """
-    n = len(actions)
-    valid = np.asarray(valid, bool).reshape(-1)
-    if len(valid) != n:
-        raise ValueError("valid must give one flag per action")
-    if n > _BLOCK:  # blocks keep every buffer small (reused memory, no fresh pages per call)
-        out: list[Hashable] = []
-        for i in range(0, n, _BLOCK):
-            out += action_signatures(actions[i : i + _BLOCK], valid[i : i + _BLOCK])
-        return out
-    if n == 0:
-        return []
-    try:
-        text = "\x00".join(actions)
-    except TypeError:  # some actions are not text
-        return [_action_signature(a, v) for a, v in zip(actions, valid.tolist(), strict=True)]
-    slow = np.zeros(n, bool)
-    if not text.isascii():
-        slow = ~np.fromiter(map(str.isascii, actions), bool, n)
-        text = "\x00".join(["" if s else a for a, s in zip(actions, slow.tolist(), strict=True)])
-    tail = len(text) + 1  # where INVALID_ACTION sits in the buffer
-    text = f"{text}\x00{INVALID_ACTION}"
-    data = np.frombuffer(text.encode("ascii"), np.uint8)
-    separators = _positions(data, 0)
-    plain = len(separators) == n  # no answer holds a \x00 itself
-    if plain:
-        ends = separators
-    else:
-        lengths = np.fromiter(map(len, actions), np.int64, n)
-        lengths[slow] = 0
-        ends = np.cumsum(lengths + 1) - 1
-    starts = np.concatenate([[0], ends[:-1] + 1])
-    opens, closes = _find_tags(data, tail - 1)
-    open_item = np.searchsorted(ends, opens)  # the answer each tag lies in
-    close_item = np.searchsorted(ends, closes)
-    n_open = np.bincount(open_item, minlength=n)
-    n_close = np.bincount(close_item, minlength=n)
-    first_open = np.full(n, len(data), np.int64)  # kept only for answers with one open tag
-    single = n_open[open_item] == 1
-    first_open[open_item[single]] = opens[single]
-    late = closes > first_open[close_item]  # closes after the (single) open of their answer
-    n_after = np.bincount(close_item, weights=late, minlength=n).astype(np.int64)
-    tagged = np.flatnonzero((n_open == 1) & (n_after == 1))  # one <action>, one </action> after it
-    last_close = np.cumsum(n_close) - 1  # the close after the open is its answer's last
-    lo, hi = starts.copy(), ends.copy()  # default: the whole answer
-    lo[tagged] = first_open[tagged] + len("<action>")
-    hi[tagged] = closes[last_close[tagged]]
-    _strip_spans(data, lo, hi, tagged)
-    cmd = np.zeros(n, bool)
-    cmd[tagged] = True
-    empty = cmd & (lo >= hi)  # an empty command: the answer is invalid, keep its whole text
-    lo[empty], hi[empty] = starts[empty], ends[empty]
-    _strip_spans(data, lo, hi, np.flatnonzero(~cmd | empty))
-    lo[~valid], hi[~valid] = tail, tail + len(INVALID_ACTION)
-    if plain:
-        out = list(_cut(data, lo, hi))
-    else:
-        out = [text[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
-    for i in np.flatnonzero(slow & valid).tolist():
-        out[i] = _action_signature(actions[i], True)
-    return out
+    return [_action_signature(a, bool(v)) for a, v in zip(actions, valid, strict=True)]
 
 
 #: The ``Step`` fields :func:`_scan` may read.
@@ -663,21 +529,3 @@ class StepBatch:
         values = np.array(values, dtype=np.float64)  # a copy: the pieces do not alias the input
         bounds = self.offsets.tolist()
         return [values[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-
-
-def estimate_trajectories(
-    trajectories: Sequence[Trajectory],
-    estimate_batch: Callable[[StepBatch, Any], np.ndarray],
-    config: Any,
-    signature: Signature = state_signature,
-    columns: Collection[str] = COLUMNS,
-) -> list[np.ndarray]:
-    """Run a flat-array estimator on trajectories; one float64 array of advantages per trajectory.
-
-    ``columns`` names the batch columns the estimator reads (see :meth:`StepBatch.from_trajectories`).
-    """
-    trajectories = list(trajectories)
-    if not trajectories:
-        return []
-    batch = StepBatch.from_trajectories(trajectories, signature=signature, columns=columns)
-    return batch.split(estimate_batch(batch, config))

@@ -5,28 +5,27 @@ discounted step returns ``R_t = r_t + gamma * R_{t+1}`` (over each trajectory's 
 normalised within it, a singleton step group gets 0, and ``A = episode_weight * A^E +
 step_weight * A^S``. The equations, defaults and worked examples are in docs/credit.md, section 4.
 
-This module holds :class:`GiGPOConfig`, :func:`step_advantages`, :func:`estimate_batch` and
-:func:`estimate`.
+This module holds :class:`GiGPOConfig`, :func:`step_advantages`, :func:`estimate_batch` (trajectories:
+:func:`wrappers.estimate`).
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(keys, won):
 ...     steps = [Step("o", "a", 0.0, state_key=k) for k in keys]
 ...     steps[-1].reward = 10.0 if won else 0.0
 ...     return Trajectory("t", "g", steps, success=won)
->>> adv = estimate([traj("AB", True), traj("AC", False)], GiGPOConfig(eps=0.0))
+>>> adv = estimate([traj("AB", True), traj("AC", False)], "gigpo", GiGPOConfig(eps=0.0))
 >>> [a.round(4).tolist() for a in adv]
 [[1.4142, 0.7071], [-1.4142, -0.7071]]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.batch import StepBatch
 from wrappers.grpo import GRPOConfig, episode_advantages, step_scores
 from wrappers.matching import similarity_codes
 from wrappers.stats import dense_codes, discounted_returns, group_zscore
@@ -37,14 +36,13 @@ __all__ = [
     "step_returns",
     "step_advantages",
     "estimate_batch",
-    "estimate",
 ]
 
 #: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads.
 BATCH_COLUMNS = ("state",)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GiGPOConfig(GRPOConfig):
     """GiGPO (docs/credit.md, section 4). Inherits the episode-term fields of :class:`~wrappers.grpo.GRPOConfig`; ``norm``
     applies to both terms (the reference ``mode``: ``"mean_std"`` = ``mean_std_norm``, ``"mean"`` =
@@ -101,12 +99,3 @@ def estimate_batch(batch: StepBatch, config: GiGPOConfig | None = None) -> np.nd
     if config.episode_weight:
         out += config.episode_weight * episode_advantages(batch, config)
     return out
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: GiGPOConfig | None = None
-) -> list[np.ndarray]:
-    """GiGPO advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or GiGPOConfig(), columns=BATCH_COLUMNS
-    )

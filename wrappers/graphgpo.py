@@ -11,32 +11,31 @@ costs). Each edge is rewarded ``R^G = success_reward * distance_discount ** (d(s
 worked examples are in docs/credit.md, section 5.
 
 This module holds :class:`GraphGPOConfig`, :func:`build_graph`, :func:`distances`,
-:func:`graph_rewards`, :func:`graph_advantages`, :func:`diagnostics`, :func:`estimate_batch` and
-:func:`estimate`. All groups are solved at once: one multi-source search over the union of the
+:func:`graph_rewards`, :func:`graph_advantages`, :func:`diagnostics`, :func:`estimate_batch` (trajectories:
+:func:`wrappers.estimate`). All groups are solved at once: one multi-source search over the union of the
 group graphs (their nodes are (group, state) pairs, so graphs never mix); the reverse adjacency is
 built with a radix sort and each breadth-first level costs O(edges into the frontier).
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(path, won):
 ...     steps = [Step("o", "a", 0.0, state_key=u, next_state_key=v) for u, v in zip(path, path[1:])]
 ...     steps[-1].reward = 10.0 if won else 0.0
 ...     return Trajectory("t", "g", steps, success=won)
->>> adv = estimate([traj("ABG", True), traj("ACC", False)], GraphGPOConfig(eps=0.0))
+>>> adv = estimate([traj("ABG", True), traj("ACC", False)], "graphgpo", GraphGPOConfig(eps=0.0))
 >>> [a.round(4).tolist() for a in adv]
 [[1.4142, 0.7071], [-1.4142, -0.7071]]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from heapq import heappop, heappush
 from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.batch import StepBatch
 from wrappers.grpo import GRPOConfig, _check_choice, episode_advantages
 from wrappers.matching import similarity_codes
 from wrappers.stats import dense_codes, group_zscore, radix_argsort
@@ -52,7 +51,6 @@ __all__ = [
     "graph_advantages",
     "diagnostics",
     "estimate_batch",
-    "estimate",
 ]
 
 #: ``"paper"``: exponent ``d(s') + c`` (the paper's Eq. 4); ``"reference"``: exponent
@@ -62,7 +60,7 @@ REWARD_CONVENTIONS = ("paper", "reference")
 BATCH_COLUMNS = ("state", "next_state", "cost")
 
 
-@dataclass
+@dataclass(frozen=True)
 class GraphGPOConfig(GRPOConfig):
     """GraphGPO (docs/credit.md, section 5). Inherits the episode-term fields of
     :class:`~wrappers.grpo.GRPOConfig`; ``norm``, ``ddof`` and ``eps`` also apply to the
@@ -338,12 +336,3 @@ def estimate_batch(batch: StepBatch, config: GraphGPOConfig | None = None) -> np
     if config.episode_weight:
         out += config.episode_weight * episode_advantages(batch, config)
     return out
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: GraphGPOConfig | None = None
-) -> list[np.ndarray]:
-    """GraphGPO advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or GraphGPOConfig(), columns=BATCH_COLUMNS
-    )

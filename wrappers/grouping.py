@@ -2,7 +2,7 @@
 
 This module holds :func:`group_id` (the id format) and :class:`GroupAssembler`, which collects the
 finished member trajectories of open groups, checks that each group plays one task, gives the group
-and its members their ids, runs :func:`~wrappers.registry.assign_advantages`, puts the group into the
+and its members their ids, credits it with the resolved method (:meth:`~wrappers.registry.CreditMethod.assign`), puts the group into the
 bounded outbox (:class:`~wrappers.recorder.GroupOutbox`), appends it to the optional
 :class:`~agentenvs.core.TrajectoryStore` (method: the canonical name; no iteration) and returns it.
 
@@ -33,7 +33,7 @@ from typing import Any
 from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.vector import check_group_size
 from wrappers.recorder import GroupOutbox
-from wrappers.registry import STATE_KEY_POLICIES, assign_advantages, canonical_name, get_method
+from wrappers.registry import STATE_KEY_POLICIES, CreditMethod, get_method
 
 __all__ = ["group_id", "GroupAssembler"]
 
@@ -52,7 +52,8 @@ class GroupAssembler:
 
     Args:
         group_size: members per group.
-        method: a credit method name or alias (:data:`wrappers.METHODS`).
+        method: a credit method name or alias (:data:`wrappers.METHODS`), or its resolved
+            :class:`~wrappers.registry.CreditMethod` (kept: the registry is not consulted again).
         config: the method's config (default when ``None``).
         capacity: the outbox bound (oldest credited groups dropped beyond it).
         store: where every credited group is also appended, right after it is credited (``None``:
@@ -70,7 +71,7 @@ class GroupAssembler:
     def __init__(
         self,
         group_size: int,
-        method: str,
+        method: str | CreditMethod,
         config: Any = None,
         capacity: int = 256,
         store: TrajectoryStore | None = None,
@@ -83,11 +84,13 @@ class GroupAssembler:
                 "is 0 (GRPO, GiGPO, GraphGPO, RTMC); use group_size >= 2",
                 stacklevel=3,
             )
-        _, self.config = get_method(method, config)
+        if isinstance(method, CreditMethod):
+            self.credit_method, self.config = method, method.check_config(config)
+        else:
+            self.credit_method, self.config = get_method(method, config)
         if state_keys not in STATE_KEY_POLICIES:
             raise ValueError(f"state_keys must be one of {STATE_KEY_POLICIES}, got {state_keys!r}")
         self.state_keys = state_keys
-        self.method = method
         self.group_size = group_size
         self.serial = 0  # groups credited so far
         self.outbox = GroupOutbox(capacity)
@@ -132,16 +135,16 @@ class GroupAssembler:
         return group
 
     def credit(self, groups: list[list[Trajectory]]) -> None:
-        """Credit complete ``groups`` in one :func:`~wrappers.registry.assign_advantages` call
+        """Credit complete ``groups`` in one :meth:`~wrappers.registry.CreditMethod.assign` call
         (one batch: methods that whiten over the batch, such as TRIAGE, see them together) and
         put them into the outbox (and the store)."""
         if not groups:
             return
-        assign_advantages(groups, self.method, self.config, state_keys=self.state_keys)
+        self.credit_method.assign(groups, self.config, state_keys=self.state_keys)
         for group in groups:
             self.outbox.put(group)
             if self.store is not None:
-                self.store.append(group, method=canonical_name(self.method))
+                self.store.append(group, method=self.credit_method.name)
 
     def members(self, slot: Hashable) -> list[Trajectory]:
         """The members filed so far in ``slot``'s open group, in member order."""

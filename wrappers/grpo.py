@@ -2,13 +2,14 @@
 
 This module holds :class:`GRPOConfig` (also the base of the GiGPO and GraphGPO configs, whose
 episode term is this one), :func:`step_scores` (per-step scores under the penalty-placement
-convention), :func:`episode_advantages` / :func:`estimate_batch` (flat arrays) and :func:`estimate`
-(trajectories). The equations, defaults and worked examples are in docs/credit.md, sections 1 and 3.
+convention), :func:`episode_advantages` / :func:`estimate_batch` (flat arrays; trajectories go through
+:func:`wrappers.estimate`). The equations, defaults and worked examples are in docs/credit.md, sections 1 and 3.
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> win = Trajectory("t", "g", [Step("o", "a", 0.0), Step("o", "b", 10.0)], success=True)
 >>> lose = Trajectory("t", "g", [Step("o", "c", 0.0)], success=False)
->>> [a.round(6).tolist() for a in estimate([win, lose], GRPOConfig(eps=0.0))]
+>>> [a.round(6).tolist() for a in estimate([win, lose], "grpo", GRPOConfig(eps=0.0))]
 [[0.707107, 0.707107], [-0.707107]]
 """
 
@@ -20,8 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
+from wrappers.batch import StepBatch
 from wrappers.stats import NORMS, group_zscore
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "episode_advantages",
     "BATCH_COLUMNS",
     "estimate_batch",
-    "estimate",
 ]
 
 #: ``"trajectory"``: one score per trajectory (paper Eq. 2); ``"cross_steps"``: one per step row.
@@ -45,7 +44,7 @@ PENALTY_SCOPES = ("episode", "step")
 BATCH_COLUMNS: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(frozen=True)
 class GRPOConfig:
     """GRPO outcome advantage; the fields are shared by the GiGPO and GraphGPO episode terms."""
 
@@ -136,12 +135,3 @@ def episode_advantages(batch: StepBatch, config: GRPOConfig) -> np.ndarray:
 def estimate_batch(batch: StepBatch, config: GRPOConfig | None = None) -> np.ndarray:
     """GRPO advantages of a flat batch, float64 ``(n,)``."""
     return episode_advantages(batch, config or GRPOConfig())
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: GRPOConfig | None = None
-) -> list[np.ndarray]:
-    """GRPO advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or GRPOConfig(), columns=BATCH_COLUMNS
-    )

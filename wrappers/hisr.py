@@ -1,7 +1,7 @@
 """HISR: hindsight-modulated segmental process rewards, as a critic-free credit method.
 
 A trajectory's outcome ``R`` is split over its segments by a segment process-reward model (SPRM,
-a :mod:`wrappers.progress` estimator read per segment); each segment's share is re-weighted by how
+a :mod:`wrappers.models.progress` estimator read per segment); each segment's share is re-weighted by how
 much more likely a hindsight model (which sees the future and ``R``) finds the segment's actions
 than the policy did; the re-weighted reward goes on the segment's last step and is fused with an
 action-grounding reward; group-relative reward-to-go turns the step rewards into advantages. The
@@ -16,8 +16,9 @@ This module holds:
   them for one trajectory).
 * :func:`behaviour_loglik` - a learner action's behaviour log-likelihood total and token count.
 * :func:`trajectory_rewards` - the per-step fused rewards of trajectories (models consulted,
-  diagnostics and costs written); :func:`estimate_batch` / :func:`estimate` - advantages.
-* :class:`OnlineTrainer` - the bounded buffer and refits behind ``HISRConfig.online``.
+  diagnostics and costs written); :func:`estimate_batch` - advantages (trajectories: :func:`wrappers.estimate`).
+* :class:`OnlineTrainer` - the bounded buffer and refits behind ``HISRConfig.online``;
+  :class:`HISRState` - the online state of a config (its models and trainer), :data:`online_state`.
 
 >>> import numpy as np
 >>> out = hisr_rewards(np.array([0.1, 0.2, 0.1, 0.6]), np.log([0.904837, 1.221403, 1.105171,
@@ -33,22 +34,24 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
-from wrappers.hindsight import (
+from wrappers.batch import StepBatch
+from wrappers.models.hindsight import (
     OUTCOMES,
     TurnRequest,
+    check_scorer_spec,
     make_scorer,
     trajectory_outcome,
     turn_requests,
 )
-from wrappers.progress import make_estimator
-from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
+from wrappers.models.online import OnlineStates
+from wrappers.models.progress import check_estimator_spec, make_estimator
+from wrappers.rewards import grounding, group_relative_returns
 from wrappers.segments import Segments, make_segmenter, per_turn, segment, segment_ends
 
 __all__ = [
@@ -69,8 +72,9 @@ __all__ = [
     "behaviour_loglik",
     "trajectory_rewards",
     "OnlineTrainer",
+    "HISRState",
+    "online_state",
     "estimate_batch",
-    "estimate",
 ]
 
 #: How turn importances combine into a segment's: the paper's plain ``"sum"``, or ``"mean"``.
@@ -96,15 +100,15 @@ def _choice(name: str, value: str, choices: Sequence[str]) -> None:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class HISRConfig:
     """HISR's options (docs/hisr.md, section 6 lists the defaults and where they come from).
 
     Models may be given as objects or as text specs, resolved when the config is made:
     ``segmenter`` (:func:`wrappers.segments.make_segmenter`), ``sprm``
-    (:func:`wrappers.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
-    (:func:`wrappers.hindsight.make_scorer`). The runtime state of online training lives in
-    ``trainer`` (not an option).
+    (:func:`wrappers.models.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
+    (:func:`wrappers.models.hindsight.make_scorer`). A spec is checked here; the models are built,
+    and trained online, by the method's online state (:class:`HISRState`, :data:`online_state`).
     """
 
     beta: float = 0.3
@@ -145,10 +149,9 @@ class HISRConfig:
     force one."""
     outcome: str = "success"
     """``R``: ``"success"`` (1/0 from the won flag) or ``"return"`` (total env reward)."""
-    markers: tuple[str, ...] = INVALID_ACTION_MARKERS
-    """Observation texts that mark the action before them as not executed (grounding 0)."""
     use_action_valid: bool = True
-    """Also count ``Step.action_valid = False`` as not executed."""
+    """Count ``Step.action_valid = False`` as not executed (grounding 0); an env's
+    ``info["action_executed"] = False`` always counts (:func:`wrappers.rewards.executed`)."""
     online: bool = True
     """Refit the SPRM and the scorers from the trajectories credited so far (section 5.2)."""
     refit_every: int = 4
@@ -165,7 +168,6 @@ class HISRConfig:
     """Discount of the critic-free reward-to-go."""
     eps: float = 1e-6
     """Added to the group std of the critic-free advantage."""
-    trainer: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _choice("segment_aggregation", self.segment_aggregation, AGGREGATIONS)
@@ -187,12 +189,10 @@ class HISRConfig:
             raise ValueError("refit_epochs must be >= 1 or None")
         if not 0.0 <= self.gamma <= 1.0 or self.eps < 0:
             raise ValueError("gamma must lie in [0, 1] and eps be >= 0")
-        self.markers = tuple(self.markers)
-        self.segmenter = make_segmenter(self.segmenter)
-        self.sprm = make_estimator(self.sprm)
-        self.hindsight = make_scorer(self.hindsight, "hindsight")
-        self.policy_scorer = make_scorer(self.policy_scorer, "policy")
-        self.trainer = OnlineTrainer(self.buffer_size)
+        make_segmenter(self.segmenter)  # checks the spec (a segmenter is a plain function)
+        check_estimator_spec(self.sprm)
+        check_scorer_spec(self.hindsight, "hindsight")
+        check_scorer_spec(self.policy_scorer, "policy")
 
 
 # -- the pure stages ---------------------------------------------------------------------------------
@@ -353,7 +353,9 @@ def behaviour_loglik(step: Any) -> tuple[float, int] | None:
 
 
 def _segments_of(trajectory: Trajectory, config: HISRConfig) -> Segments:
-    return segment(trajectory, config.segmenter) if config.use_segments else per_turn(trajectory)
+    if not config.use_segments:
+        return per_turn(trajectory)
+    return segment(trajectory, online_state(config).segmenter)
 
 
 def _sprm_rewards(
@@ -361,7 +363,8 @@ def _sprm_rewards(
 ) -> tuple[list[np.ndarray], bool]:
     """Segment rewards per trajectory, and whether the untrained fallback gave them (the whole
     outcome on the last segment)."""
-    if not config.sprm.trained:
+    sprm = online_state(config).sprm
+    if not sprm.trained:
         out = []
         for t, s in zip(trajs, segs, strict=True):
             r = np.zeros(len(s))
@@ -369,21 +372,23 @@ def _sprm_rewards(
             out.append(r)
         return out, True
     ends = [segment_ends(s) for s in segs]
-    return [np.asarray(c, np.float64) for c in config.sprm.contributions(trajs, ends)], False
+    return [np.asarray(c, np.float64) for c in sprm.contributions(trajs, ends)], False
 
 
 def _policy_side(requests: Sequence[TurnRequest], config: HISRConfig) -> str:
     """``"behaviour"`` or ``"scorer"``: where the policy likelihoods of ``requests`` come from."""
     carried = all(behaviour_loglik(r.trajectory.steps[r.turn]) is not None for r in requests)
+    models = online_state(config)
+    hindsight, policy = models.hindsight.unit, models.policy_scorer.unit
     source = config.policy_source
     if source == "auto":
-        source = "behaviour" if carried and config.hindsight.unit == "token" else "scorer"
+        source = "behaviour" if carried and hindsight == "token" else "scorer"
     if source == "behaviour" and not carried:
         raise ValueError("policy_source='behaviour' but some actions carry no logprobs")
-    if source == "scorer" and config.policy_scorer.unit != config.hindsight.unit:
+    if source == "scorer" and policy != hindsight:
         raise ValueError(
-            f"the hindsight scorer counts {config.hindsight.unit}s, the policy scorer "
-            f"{config.policy_scorer.unit}s: give scorers of the same kind (docs/hisr.md, 3.3)"
+            f"the hindsight scorer counts {hindsight}s, the policy scorer "
+            f"{policy}s: give scorers of the same kind (docs/hisr.md, 3.3)"
         )
     return source
 
@@ -395,13 +400,14 @@ def _log_importance(
     the scoring seconds and the units scored."""
     start = time.perf_counter()
     side = _policy_side(requests, config)
-    if not config.hindsight.trained or (side == "scorer" and not config.policy_scorer.trained):
+    models = online_state(config)
+    if not models.hindsight.trained or (side == "scorer" and not models.policy_scorer.trained):
         return None, side, 0.0, 0
-    hind = np.array(config.hindsight.score(requests), np.float64).reshape(-1, 2)
+    hind = np.array(models.hindsight.score(requests), np.float64).reshape(-1, 2)
     if side == "behaviour":
         pol = [behaviour_loglik(r.trajectory.steps[r.turn]) for r in requests]
     else:
-        pol = config.policy_scorer.score(requests)
+        pol = models.policy_scorer.score(requests)
     pol = np.array(pol, np.float64).reshape(-1, 2)
     log_z = action_log_importance(
         hind[:, 0], hind[:, 1], pol[:, 0], pol[:, 1], config.beta, config.logratio_clip
@@ -443,7 +449,7 @@ def trajectory_rewards(
         log_z = {i: log_z_all[cut[j] : cut[j + 1]] for j, i in enumerate(modulated)}
     out: dict[int, np.ndarray] = {}
     for i, (traj, s, r_hat) in enumerate(zip(trajs, segs, r_hats, strict=True)):
-        g = grounding(traj, config.markers, config.use_action_valid)
+        g = grounding(traj, config.use_action_valid)
         lz = log_z.get(i)
         parts = hisr_rewards(
             r_hat,
@@ -512,16 +518,34 @@ class OnlineTrainer:
         targets = [trajectory_outcome(t, config.outcome) for t in data]
         ends = [segment_ends(_segments_of(t, config)) for t in data]
         passes = config.refit_epochs if self.fits else None  # the first fit: the models' own
-        report["sprm_loss"] = config.sprm.fit(data, targets, ends, epochs=passes).loss_after
+        models = online_state(config)
+        report["sprm_loss"] = models.sprm.fit(data, targets, ends, epochs=passes).loss_after
         if config.use_hindsight:
             requests = turn_requests(data, config.outcome)
-            report["hindsight_loss"] = config.hindsight.fit(requests, epochs=passes).loss_after
+            report["hindsight_loss"] = models.hindsight.fit(requests, epochs=passes).loss_after
             if _policy_side(requests, config) == "scorer":
-                fitted = config.policy_scorer.fit(requests, epochs=passes)
+                fitted = models.policy_scorer.fit(requests, epochs=passes)
                 report["policy_loss"] = fitted.loss_after
         report["fit_seconds"] = time.perf_counter() - start
         self.fits += 1
         return report
+
+
+class HISRState:
+    """HISR's online state for one config: its models built from their specs (``segmenter``,
+    ``sprm``, ``hindsight``, ``policy_scorer``) and ``trainer`` (an :class:`OnlineTrainer` of
+    ``config.buffer_size``)."""
+
+    def __init__(self, config: HISRConfig) -> None:
+        self.segmenter = make_segmenter(config.segmenter)
+        self.sprm = make_estimator(config.sprm)
+        self.hindsight = make_scorer(config.hindsight, "hindsight")
+        self.policy_scorer = make_scorer(config.policy_scorer, "policy")
+        self.trainer = OnlineTrainer(config.buffer_size)
+
+
+#: ``online_state(config)``: the :class:`HISRState` of a config object (made on first use).
+online_state: OnlineStates[HISRConfig, HISRState] = OnlineStates(HISRState)
 
 
 # -- advantages ----------------------------------------------------------------------------------------
@@ -550,18 +574,9 @@ def estimate_batch(batch: StepBatch, config: HISRConfig | None = None) -> np.nda
             for i, adv in zip(members, normed, strict=True):
                 values[i] = adv
     if config.online and trajs:
-        fitted = config.trainer.observe(trajs, batch.n_groups, config)
+        fitted = online_state(config).trainer.observe(trajs, batch.n_groups, config)
         costs = trajs[0].info.setdefault("credit", {})
         for key, value in fitted.items():
             costs[key] = costs.get(key, 0.0) + value
     out = np.concatenate(values) if values else np.zeros(0)
     return out.astype(np.float64)
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: HISRConfig | None = None
-) -> list[np.ndarray]:
-    """HISR advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or HISRConfig(), columns=BATCH_COLUMNS
-    )

@@ -21,7 +21,8 @@ import warnings
 from collections import deque
 from typing import Any
 
-from agentenvs.core import Step, Trajectory
+from agentenvs.core import Step, Trajectory, episode_success
+from wrappers.rewards import EXECUTED_KEY
 
 __all__ = ["EpisodeRecorder", "GroupOutbox"]
 
@@ -61,7 +62,9 @@ class EpisodeRecorder:
     A step records the observation *before* the action, the action (the very object passed to
     ``step``: no copy, no conversion), reward, terminated, truncated, ``state_key`` (the previous
     info's), ``next_state_key`` (this info's), ``action_valid`` and ``action_key`` (where the env
-    describes the action itself). Success is ``info["won"]`` at
+    describes the action itself); an env's ``info["action_executed"] = False`` (a well-formed action
+    that did not take effect) becomes ``Step.extras["action_executed"] = False``. Success is
+    ``info["won"]`` at
     the last step (``terminated`` when the env gives no ``won``). ``info["cost"]``, where the env
     reports one, becomes ``Step.cost`` (otherwise the field's default); where the env reports
     ``info["progress"]`` (at the reset and each step), ``Step.progress`` is its change over the
@@ -70,7 +73,16 @@ class EpisodeRecorder:
     """
 
     #: The ``info`` entries the recorder reads (a vector wrapper extracts these per sub-env).
-    INFO_KEYS = ("task_id", "state_key", "won", "action_valid", "action_key", "cost", "progress")
+    INFO_KEYS = (
+        "task_id",
+        "state_key",
+        "won",
+        "action_valid",
+        "action_executed",
+        "action_key",
+        "cost",
+        "progress",
+    )
 
     def __init__(self) -> None:
         self.task_id: str | None = None
@@ -117,13 +129,14 @@ class EpisodeRecorder:
                 action_key=info.get("action_key"),
                 cost=float(info.get("cost", 1.0)),
                 progress=gain,
+                extras={} if info.get(EXECUTED_KEY, True) else {EXECUTED_KEY: False},
             )
         )
         self._obs, self._state_key, self._progress = observation, next_key, progress
         if not (terminated or truncated):
             return None
         self.active = False
-        won = bool(info.get("won", terminated))
+        won = episode_success(info, terminated)
         return Trajectory(
             task_id=str(self.task_id),
             group_id="",

@@ -1,33 +1,40 @@
-"""The open registry of credit methods, and in-place credit assignment for groups of trajectories.
+"""The open registry of credit methods, and the one path from trajectories to advantages.
 
-This module holds:
+This module is the mechanism only: it imports no estimator (the built-ins are registered by
+:mod:`wrappers.methods`, which the package imports first) and no wrapper (:mod:`wrappers.base`
+hands it the generic wrapper class), so nothing here points back at its importers. It holds:
 
 * :class:`CreditMethod` - one registry entry: everything a method needs (its flat-array estimator,
-  config class, signature rule, aliases and optional named wrapper class).
-* :func:`register_method` - add a method (the four built-ins are registered through it, below).
+  config class, signature rule, aliases, ``needs_model`` flag and optional named wrapper class).
+  :meth:`CreditMethod.estimate` and :meth:`CreditMethod.assign` share the one path batch -> run
+  (checked) -> split.
+* :func:`register_method` - add a method (the built-ins are registered through it).
 * :data:`METHODS` - a live read-only mapping, name -> :class:`CreditMethod`, for canonical names
   *and* aliases: it lists what a command line should accept (``choices=sorted(METHODS)`` takes
   ``--credit graph`` as well as ``--credit graphgpo``). Iterate :func:`method_names` for each
   method once.
 * :data:`ALIASES` - a live read-only mapping, alias -> canonical name.
 * :func:`canonical_name`, :func:`get_method` - resolve a name (or alias).
-* :func:`assign_advantages` - the entry point learners call.
+* :func:`assign_advantages` - the entry point learners call; :func:`estimate` - the same
+  advantages returned instead of written.
+* :func:`registered_methods` - the entries in registration order, filtered by ``needs_model``.
+* :func:`env_preset` - the config values an env declares for a method (``metadata["credit_presets"]``).
 * :func:`make_config` - a method's config from keyword options (what a command line gives).
 * :func:`config_signature`, :func:`states_only` - the two signature rules the built-ins use.
 
-Built-in methods (canonical name = module name) and their aliases:
+Built-in methods (canonical name = module name), their aliases and ``needs_model``:
 
-============  ==========================  ======================  =======
-name          estimator                   config                  aliases
-============  ==========================  ======================  =======
-``grpo``      :mod:`wrappers.grpo`        ``GRPOConfig``
-``gigpo``     :mod:`wrappers.gigpo`       ``GiGPOConfig``
-``graphgpo``  :mod:`wrappers.graphgpo`    ``GraphGPOConfig``      ``graph``
-``rtmc``      :mod:`wrappers.rtmc`        ``RTMCConfig``
-``spa``       :mod:`wrappers.spa`         ``SPAConfig``
-``triage``    :mod:`wrappers.triage`      ``TriageConfig``
-``hisr``      :mod:`wrappers.hisr`        ``HISRConfig``
-============  ==========================  ======================  =======
+============  ==========================  ======================  =======  ===========
+name          estimator                   config                  aliases  needs_model
+============  ==========================  ======================  =======  ===========
+``grpo``      :mod:`wrappers.grpo`        ``GRPOConfig``                   no
+``gigpo``     :mod:`wrappers.gigpo`       ``GiGPOConfig``                  no
+``graphgpo``  :mod:`wrappers.graphgpo`    ``GraphGPOConfig``      ``graph``  no
+``rtmc``      :mod:`wrappers.rtmc`        ``RTMCConfig``                   no
+``triage``    :mod:`wrappers.triage`      ``TriageConfig``                 yes
+``hisr``      :mod:`wrappers.hisr`        ``HISRConfig``                   yes
+``spa``       :mod:`wrappers.spa`         ``SPAConfig``                    yes
+============  ==========================  ======================  =======  ===========
 
 A method is a flat-array estimator ``estimate_batch(StepBatch, config) -> np.ndarray`` (one float
 per step), a config class (a dataclass whose no-argument call gives the defaults) and a *signature
@@ -75,7 +82,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers import gigpo, graphgpo, grpo, hisr, rtmc, spa, triage
 from wrappers.batch import (
     COLUMNS,
     Signature,
@@ -99,6 +105,9 @@ __all__ = [
     "canonical_name",
     "get_method",
     "assign_advantages",
+    "estimate",
+    "env_preset",
+    "registered_methods",
     "make_config",
     "config_signature",
     "states_only",
@@ -167,6 +176,8 @@ class CreditMethod:
             ``class X(CreditWrapper, method=name)``.
         columns: the per-step :class:`StepBatch` columns the estimator reads (a subset of
             :data:`~wrappers.batch.COLUMNS`; the others are not built, which saves time).
+        needs_model: the method consults a model or judge (TRIAGE, HISR, SPA); ``False`` for a
+            pure function of the group's states, actions and rewards (what a viewer may re-run).
 
     An entry unpacks as the pair ``(estimate, config)`` (``estimate, Config = METHODS["grpo"]``).
     """
@@ -178,6 +189,7 @@ class CreditMethod:
     aliases: tuple[str, ...] = ()
     wrapper: type | None = None
     columns: tuple[str, ...] = COLUMNS
+    needs_model: bool = False
 
     def check_config(self, config: Any = None) -> Any:
         """``config``, or the default config when ``None``; ``TypeError`` for another class."""
@@ -196,12 +208,43 @@ class CreditMethod:
         *,
         state_keys: str = "required",
     ) -> list[np.ndarray]:
-        """Advantages of ``trajectories`` (grouped by ``group_id``), one float64 array each."""
+        """Advantages of ``trajectories`` (grouped by ``group_id``), one float64 array each, in
+        order; the trajectories are not changed."""
+        return self._advantages(list(trajectories), self.check_config(config), None, state_keys)
+
+    def assign(
+        self,
+        groups: Sequence[Sequence[Trajectory]],
+        config: Any = None,
+        *,
+        state_keys: str = "required",
+    ) -> None:
+        """Write ``step.advantage`` into every step of ``groups`` (each inner sequence one group,
+        whatever its ``group_id``), in place; see :func:`assign_advantages`."""
         config = self.check_config(config)
-        trajectories = list(trajectories)
+        if any(isinstance(g, Trajectory) for g in groups):
+            raise TypeError(
+                "groups must be a sequence of groups (each a sequence of Trajectory), "
+                "e.g. [[traj1, traj2, ...]]"
+            )
+        trajectories = [t for g in groups for t in g]
+        index = [i for i, g in enumerate(groups) for _ in g]
+        advantages = self._advantages(trajectories, config, index, state_keys)
+        for traj, adv in zip(trajectories, advantages, strict=True):
+            for step, a in zip(traj.steps, adv.tolist(), strict=True):
+                step.advantage = a
+
+    def _advantages(
+        self,
+        trajectories: list[Trajectory],
+        config: Any,
+        groups: Sequence[int] | None,
+        state_keys: str,
+    ) -> list[np.ndarray]:
+        """The one path from trajectories to advantages: batch, run (checked), split."""
         if not trajectories:
             return []
-        batch = self.batch(trajectories, config)
+        batch = self.batch(trajectories, config, groups)
         return batch.split(self.run(batch, config, state_keys=state_keys))
 
     def run(self, batch: StepBatch, config: Any, *, state_keys: str = "required") -> np.ndarray:
@@ -248,11 +291,8 @@ class CreditMethod:
 
     def wrap(self, env: gym.Env, group_size: int = 8, config: Any = None) -> gym.Env:
         """``env`` in this method's wrapper (its named class, else :class:`~wrappers.CreditWrapper`)."""
-        if self.wrapper is not None:
-            return self.wrapper(env, group_size=group_size, config=config, method=self.name)
-        from wrappers.base import CreditWrapper
-
-        return CreditWrapper(env, group_size=group_size, config=config, method=self.name)
+        wrapper = self.wrapper or _generic_wrapper[0]
+        return wrapper(env, group_size=group_size, config=config, method=self.name)
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.estimate, self.config))
@@ -262,6 +302,7 @@ _lock = threading.RLock()
 _entries: dict[str, CreditMethod] = {}  # canonical name -> entry
 _aliases: dict[str, str] = {}  # alias -> canonical name
 _names: dict[str, CreditMethod] = {}  # canonical names and aliases -> entry
+_generic_wrapper: list[type] = []  # [CreditWrapper], set by wrappers.base (which imports this)
 
 #: name or alias -> :class:`CreditMethod` (live, read-only; change it with :func:`register_method`).
 METHODS: Mapping[str, CreditMethod] = MappingProxyType(_names)
@@ -286,6 +327,7 @@ def register_method(
     aliases: Iterable[str] = (),
     wrapper: type | None = None,
     columns: Iterable[str] = COLUMNS,
+    needs_model: bool = False,
     replace: bool = False,
 ) -> CreditMethod:
     """Add a credit method to the registry and return its entry.
@@ -302,6 +344,7 @@ def register_method(
             with ``method=name`` binds itself when none is set).
         columns: the :class:`StepBatch` columns the estimator reads (default: all of
             :data:`~wrappers.batch.COLUMNS`).
+        needs_model: the method consults a model or judge (:attr:`CreditMethod.needs_model`).
         replace: free the names (``name`` and ``aliases``) that are already taken first: an alias
             alone, a canonical name with its whole method. Without it a taken name raises
             ``ValueError``.
@@ -327,7 +370,7 @@ def register_method(
         if unknown:
             raise ValueError(f"unknown batch columns {sorted(unknown)}; choose from {COLUMNS}")
         entry = CreditMethod(
-            name, estimate_batch, config, signature, aliases, wrapper, tuple(columns)
+            name, estimate_batch, config, signature, aliases, wrapper, tuple(columns), needs_model
         )
         _entries[name] = entry
         _aliases.update(dict.fromkeys(aliases, name))
@@ -371,6 +414,19 @@ def _bind_wrapper(name: str, wrapper: type) -> None:
 def method_names() -> list[str]:
     """The canonical names, sorted (each method once; :data:`METHODS` also lists aliases)."""
     return sorted(_entries)
+
+
+def registered_methods(*, needs_model: bool | None = None) -> tuple[CreditMethod, ...]:
+    """The entries in registration order (built-ins first), each once; ``needs_model=False``: only
+    the pure ones (GRPO, GiGPO, GraphGPO, RTMC and any pure method of one's own), ``True``: only
+    the model-backed ones.
+
+    >>> [m.name for m in registered_methods(needs_model=False)][:4]
+    ['grpo', 'gigpo', 'graphgpo', 'rtmc']
+    """
+    return tuple(
+        e for e in _entries.values() if needs_model is None or e.needs_model == needs_model
+    )
 
 
 def canonical_name(method: str) -> str:
@@ -419,6 +475,46 @@ def make_config(method: str, **options: Any) -> Any:
     return entry.config(**options)
 
 
+def env_preset(env: Any, method: str) -> dict[str, Any]:
+    """The config values ``env`` declares for ``method`` (a name or alias): its
+    ``metadata["credit_presets"][<canonical name>]`` (docs/custom-env.md), ``{}`` when it declares
+    none. ``env`` is an env or a wrapper of one (its ``metadata``), an env class, or a registered
+    id (the metadata of the class its entry point names).
+
+    >>> env_preset("agentenvs/SearchQA-v0", "triage"), env_preset("agentenvs/Sokoban-v0", "triage")
+    ({'lam': 0.4}, {})
+    """
+    if isinstance(env, str):
+        from gymnasium.envs.registration import load_env_creator, spec
+
+        entry = spec(env).entry_point
+        env = load_env_creator(entry) if isinstance(entry, str) else entry
+    presets = (getattr(env, "metadata", None) or {}).get("credit_presets", {})
+    return dict(presets.get(canonical_name(method), {}))
+
+
+def estimate(
+    trajectories: Sequence[Trajectory],
+    method: str,
+    config: Any = None,
+    *,
+    state_keys: str = "required",
+) -> list[np.ndarray]:
+    """Advantages of ``trajectories`` under ``method`` (a name or alias) and ``config`` (default
+    when ``None``), one float64 array per trajectory in order, grouped by ``group_id``; the
+    trajectories are not changed (:func:`assign_advantages` writes them). ``state_keys`` as in
+    :func:`assign_advantages`.
+
+    >>> from agentenvs.core import Step, Trajectory
+    >>> g = [Trajectory("t", "g", [Step("o", "a", 1.0)], success=True),
+    ...      Trajectory("t", "g", [Step("o", "b", 0.0)], success=False)]
+    >>> [a.round(4).tolist() for a in estimate(g, "grpo")]
+    [[0.7071], [-0.7071]]
+    """
+    entry, config = get_method(method, config)
+    return entry.estimate(trajectories, config, state_keys=state_keys)
+
+
 def assign_advantages(
     groups: Sequence[Sequence[Trajectory]],
     method: str,
@@ -436,69 +532,4 @@ def assign_advantages(
     gives what GRPO gives). The estimator's output is checked (:meth:`CreditMethod.run`).
     """
     entry, config = get_method(method, config)
-    if any(isinstance(g, Trajectory) for g in groups):
-        raise TypeError(
-            "groups must be a sequence of groups (each a sequence of Trajectory), "
-            "e.g. [[traj1, traj2, ...]]"
-        )
-    trajectories = [t for g in groups for t in g]
-    if not trajectories:
-        return
-    index = [i for i, g in enumerate(groups) for _ in g]
-    batch = entry.batch(trajectories, config, groups=index)
-    advantages = entry.run(batch, config, state_keys=state_keys)
-    for traj, adv in zip(trajectories, batch.split(advantages), strict=True):
-        for step, a in zip(traj.steps, adv.tolist(), strict=True):
-            step.advantage = a
-
-
-register_method(
-    "grpo",
-    grpo.estimate_batch,
-    grpo.GRPOConfig,
-    signature=states_only,
-    columns=grpo.BATCH_COLUMNS,
-)
-register_method(
-    "gigpo",
-    gigpo.estimate_batch,
-    gigpo.GiGPOConfig,
-    signature=states_only,
-    columns=gigpo.BATCH_COLUMNS,
-)
-register_method(
-    "graphgpo",
-    graphgpo.estimate_batch,
-    graphgpo.GraphGPOConfig,
-    signature=states_only,
-    aliases=("graph",),
-    columns=graphgpo.BATCH_COLUMNS,
-)
-register_method(
-    "rtmc",
-    rtmc.estimate_batch,
-    rtmc.RTMCConfig,
-    signature=config_signature,
-    columns=rtmc.BATCH_COLUMNS,
-)
-register_method(
-    "triage",
-    triage.estimate_batch,
-    triage.TriageConfig,
-    signature=states_only,
-    columns=triage.BATCH_COLUMNS,
-)
-register_method(
-    "hisr",
-    hisr.estimate_batch,
-    hisr.HISRConfig,
-    signature=states_only,
-    columns=hisr.BATCH_COLUMNS,
-)
-register_method(
-    "spa",
-    spa.estimate_batch,
-    spa.SPAConfig,
-    signature=states_only,
-    columns=spa.BATCH_COLUMNS,
-)
+    entry.assign(groups, config, state_keys=state_keys)

@@ -10,14 +10,15 @@ This module holds:
 
 * :func:`next_observations` - the observation each step led to (``Trajectory.final_observation``
   for the last step).
-* :func:`grounding` - 1.0 where a step's action was executable, else 0.0.
+* :func:`grounding` - 1.0 where a step's action executed, else 0.0, as the env reported it
+  (:func:`executed`).
 * :func:`reward_to_go` - discounted reward-to-go of one trajectory's rewards.
 * :func:`group_relative_returns` - the reward-to-go of every step of a group, normalised over the
   group's steps (mean 0, std 1): the advantage a critic-free learner consumes.
 
 >>> from agentenvs.core import Step, Trajectory
->>> t = Trajectory("t", "g", [Step("o0", "go", 0.0), Step("o1", "take", 1.0)],
-...                final_observation="Nothing happens.")
+>>> t = Trajectory("t", "g", [Step("o0", "go", 0.0),
+...                            Step("o1", "take", 1.0, extras={"action_executed": False})])
 >>> grounding(t).tolist()
 [1.0, 0.0]
 >>> reward_to_go(np.array([0.0, 1.0]), gamma=0.5).tolist()
@@ -34,26 +35,21 @@ from typing import Any
 
 import numpy as np
 
-from agentenvs.core import Trajectory
+from agentenvs.core import Step, Trajectory
 from wrappers.stats import discounted_returns
 
 __all__ = [
-    "INVALID_ACTION_MARKERS",
+    "EXECUTED_KEY",
+    "executed",
     "next_observations",
     "grounding",
     "reward_to_go",
     "group_relative_returns",
 ]
 
-#: Texts of an observation that says the action before it did not execute (ALFWorld's "Nothing
-#: happens.", the SPA code's markers, agentenvs' own "Invalid action" feedback).
-INVALID_ACTION_MARKERS = (
-    "Nothing happens",
-    "Nothing happened",
-    "Invalid action",
-    "Error Input",
-    "Invalid format",
-)
+#: The key of ``info`` (and of ``Step.extras``) where an env reports that a well-formed action did
+#: not take effect (e.g. ALFWorld's "Nothing happens."); absent means it did.
+EXECUTED_KEY = "action_executed"
 
 
 def next_observations(trajectory: Trajectory) -> list[Any]:
@@ -63,25 +59,19 @@ def next_observations(trajectory: Trajectory) -> list[Any]:
     return [s.observation for s in steps[1:]] + [trajectory.final_observation][: len(steps)]
 
 
-def grounding(
-    trajectory: Trajectory,
-    markers: Sequence[str] = INVALID_ACTION_MARKERS,
-    use_action_valid: bool = True,
-) -> np.ndarray:
-    """float64 ``(n,)``: 1.0 where step ``t``'s action executed, 0.0 where it did not.
+def executed(step: Step, use_action_valid: bool = True) -> bool:
+    """Whether ``step``'s action executed, by the env's contract: not when
+    ``Step.action_valid`` is ``False`` (read when ``use_action_valid``), nor when the env reported
+    ``info["action_executed"] = False`` (the recorder keeps it in ``Step.extras``)."""
+    if use_action_valid and not step.action_valid:
+        return False
+    return bool(step.extras.get(EXECUTED_KEY, True))
 
-    A step is not executable when ``use_action_valid`` and the env reported
-    ``Step.action_valid = False``, or when the observation it led to is text containing one of
-    ``markers`` (non-text observations are never read).
-    """
-    out = np.ones(len(trajectory.steps), np.float64)
-    after_steps = next_observations(trajectory)
-    for t, (step, after) in enumerate(zip(trajectory.steps, after_steps, strict=True)):
-        if use_action_valid and not step.action_valid:
-            out[t] = 0.0
-        elif isinstance(after, str) and any(m in after for m in markers):
-            out[t] = 0.0
-    return out
+
+def grounding(trajectory: Trajectory, use_action_valid: bool = True) -> np.ndarray:
+    """float64 ``(n,)``: 1.0 where step ``t``'s action executed, 0.0 where it did not
+    (:func:`executed`)."""
+    return np.array([float(executed(s, use_action_valid)) for s in trajectory.steps], np.float64)
 
 
 def reward_to_go(rewards: Sequence[float] | np.ndarray, gamma: float = 1.0) -> np.ndarray:

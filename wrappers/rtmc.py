@@ -9,18 +9,19 @@ equations, defaults and worked examples are in docs/credit.md, section 6.
 
 This module holds :class:`RTMCConfig`, the signature functions :func:`default_signature`
 (re-exported from :mod:`wrappers.batch`), :func:`prefix_signature` and
-:func:`cumulative_set_signature`, :func:`diagnostics`, :func:`estimate_batch` and
-:func:`estimate`. Returns are
+:func:`cumulative_set_signature`, :func:`diagnostics`, :func:`estimate_batch` (trajectories:
+:func:`wrappers.estimate`). Returns are
 discounted sums of ``Step.reward`` (step rewards and any validation bonus are the environment's
 business).
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(actions, won):
 ...     steps = [Step("o", a, 0.0, state_key=i) for i, a in enumerate(actions)]
 ...     steps[-1].reward = float(won)
 ...     return Trajectory("t", "g", steps, success=won)
 >>> cfg = RTMCConfig(gamma=1.0, normalize="none")
->>> [a.round(4).tolist() for a in estimate([traj("ab", True), traj("ac", False)], cfg)]
+>>> [a.round(4).tolist() for a in estimate([traj("ab", True), traj("ac", False)], "rtmc", cfg)]
 [[0.0, 0.5], [0.0, -0.5]]
 """
 
@@ -32,13 +33,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core import Step, Trajectory
+from agentenvs.core import Step
 from wrappers.batch import (
     Signature,
     StepBatch,
     action_signature,
     default_signature,
-    estimate_trajectories,
 )
 from wrappers.grpo import _check_choice
 from wrappers.stats import dense_codes, discounted_returns, radix_argsort
@@ -51,7 +51,6 @@ __all__ = [
     "BATCH_COLUMNS",
     "diagnostics",
     "estimate_batch",
-    "estimate",
 ]
 
 
@@ -80,7 +79,7 @@ def cumulative_set_signature(steps: Sequence[Step], t: int) -> tuple[Hashable, H
     return frozenset(action_signature(s) for s in steps[:t]), action_signature(steps[t])
 
 
-@dataclass
+@dataclass(frozen=True)
 class RTMCConfig:
     """RTMC (docs/credit.md, section 6). The paper's discount and step rewards were lost from its
     text, so ``gamma`` is our default (docs/credit.md, section 7)."""
@@ -227,17 +226,3 @@ def estimate_batch(batch: StepBatch, config: RTMCConfig | None = None) -> np.nda
     ``batch.state`` and ``batch.action`` hold the state and action signature codes.
     """
     return diagnostics(batch, config)["advantage"]
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: RTMCConfig | None = None
-) -> list[np.ndarray]:
-    """RTMC advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    config = config or RTMCConfig()
-    return estimate_trajectories(
-        trajectories,
-        estimate_batch,
-        config,
-        config.signature or default_signature,
-        columns=BATCH_COLUMNS,
-    )

@@ -6,29 +6,34 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
 * contribution ``c_t``: the estimator's share of ``R`` for step ``t`` (trained so that
   ``sum_t c_t ~ R``), or a baseline source (``mean``: ``R/n``; ``sparse``: ``R`` on the last step;
   ``random``: U[0, 1]; ``loo_baseline``: ``R`` minus the mean outcome of the rest of the group);
-* grounding ``g_t``: 1 where the action executed, else 0 (:func:`wrappers.rewards.grounding`);
+* grounding ``g_t``: 1 where the action executed, else 0, as the env reports it
+  (:func:`wrappers.rewards.grounding`);
 * fused step reward ``r_t = alpha * c_t + beta * g_t`` with the paper's indicator ``g_t``
   (``grounding_mode="indicator"``), or ``alpha * c_t + beta * (g_t - 1)`` (``"penalty"``, the
   default: no bonus for long episodes under the critic-free reward-to-go);
 * advantage: the reward-to-go of ``r`` normalised over the group's steps (``advantage=
   "group_relative"``), or ``r`` itself (``advantage="rewards"``) for a learner running its own GAE.
 
-This module holds :class:`SPAConfig`, :class:`ProgressBuffer` (the online training state), the pure
+This module holds :class:`SPAConfig` (frozen values), :class:`SPAState` (the online state: the
+estimator built from the config's spec and its :class:`ProgressBuffer`; :data:`online_state` gives
+a config's), the pure
 maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`, :func:`gae`) and
-:func:`estimate_batch` / :func:`estimate`.
+:func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> won = Trajectory("t", "g", [Step("o", "go", 0.0), Step("o", "take", 1.0)], success=True,
 ...                  final_observation="You take the mug.")
->>> lost = Trajectory("t", "g", [Step("o", "go", 0.0), Step("o", "eat", 0.0)],
+>>> lost = Trajectory("t", "g", [Step("o", "go", 0.0),
+...                               Step("o", "eat", 0.0, extras={"action_executed": False})],
 ...                   final_observation="Nothing happens.")
 >>> config = SPAConfig(contribution_source="mean", advantage="rewards")
->>> [a.tolist() for a in estimate([won, lost], config)]
+>>> [a.tolist() for a in estimate([won, lost], "spa", config)]
 [[0.5, 0.5], [0.0, -0.5]]
 >>> won.steps[1].extras["spa"]
 {'contribution': 0.5, 'grounding': 1.0, 'reward': 0.5}
 >>> paper = SPAConfig(contribution_source="mean", advantage="rewards", grounding_mode="indicator")
->>> [a.tolist() for a in estimate([won, lost], paper)]
+>>> [a.tolist() for a in estimate([won, lost], "spa", paper)]
 [[1.0, 1.0], [0.5, 0.0]]
 """
 
@@ -37,19 +42,23 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
-from wrappers.progress import FitReport, ProgressEstimator, make_estimator
-from wrappers.rewards import INVALID_ACTION_MARKERS, grounding, group_relative_returns
+from wrappers.batch import StepBatch
+from wrappers.models.fit import FitReport
+from wrappers.models.online import OnlineStates
+from wrappers.models.progress import ProgressEstimator, check_estimator_spec, make_estimator
+from wrappers.rewards import grounding, group_relative_returns
 
 __all__ = [
     "SPAConfig",
     "ProgressBuffer",
+    "SPAState",
+    "online_state",
     "BATCH_COLUMNS",
     "OUTCOMES",
     "SOURCES",
@@ -58,7 +67,6 @@ __all__ = [
     "baseline_contributions",
     "gae",
     "estimate_batch",
-    "estimate",
 ]
 
 #: SPA reads whole trajectories (``StepBatch.trajectories``), no state or action codes.
@@ -101,7 +109,7 @@ class ProgressBuffer:
         return self.last
 
 
-@dataclass
+@dataclass(frozen=True)
 class SPAConfig:
     """Options of ``"spa"`` (docs/spa.md, section 7 lists each default and where it comes from).
 
@@ -111,8 +119,9 @@ class SPAConfig:
             otherwise) or ``"indicator"`` (the paper: ``g`` in {0, 1}). Under the critic-free
             reward-to-go, the indicator's constant reward per executable step is a bonus for long
             episodes (docs/spa.md, section 6).
-        markers: observation texts that mark a non-executed action. use_action_valid: also read
-            ``Step.action_valid`` (default ``True``).
+        use_action_valid: count ``Step.action_valid = False`` as not executed (default ``True``);
+            an env's ``info["action_executed"] = False`` always counts
+            (:func:`wrappers.rewards.executed`).
         outcome: ``"success"`` (1/0 from the ``won`` flag, default) or ``"return"`` (the env return,
             env units; e.g. WebShop's score, with any invalid-action penalties in it).
         contribution_source: one of :data:`SOURCES` (default ``"estimator"``).
@@ -121,8 +130,9 @@ class SPAConfig:
             telescope to the outcome; the papers' 0.99 is a critic's GAE setting).
         advantage: ``"group_relative"`` (default) or ``"rewards"`` (the fused rewards themselves).
         eps: added to the group std (default 1e-6).
-        estimator: a progress estimator, or a spec for :func:`wrappers.progress.make_estimator`
-            (``"features"``, default; ``"tabular"``; ``"hf:<dir>"``; a saved file); resolved here.
+        estimator: a progress estimator, or a spec for :func:`wrappers.models.progress.make_estimator`
+            (``"features"``, default; ``"tabular"``; ``"hf:<dir>"``; a saved file); checked here,
+            built by the online state (:class:`SPAState`).
         estimator_options: keyword options for an estimator built from a spec (e.g.
             ``{"epochs": 50, "lr": 1e-3}``).
         online: train the estimator on the groups it credits (default ``True``).
@@ -139,7 +149,6 @@ class SPAConfig:
     alpha: float = 1.0
     beta: float = 0.5
     grounding_mode: str = "penalty"
-    markers: tuple[str, ...] = INVALID_ACTION_MARKERS
     use_action_valid: bool = True
     outcome: str = "success"
     contribution_source: str = "estimator"
@@ -155,7 +164,6 @@ class SPAConfig:
     refit_epochs: int | None = 10
     untrained: str = "sparse"
     seed: int = 0
-    buffer: ProgressBuffer = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -175,10 +183,24 @@ class SPAConfig:
             raise ValueError("buffer_size and refit_every must be >= 1")
         if self.refit_epochs is not None and self.refit_epochs < 1:
             raise ValueError("refit_epochs must be >= 1 or None")
-        self.markers = tuple(self.markers)
         if self.contribution_source == "estimator":
-            self.estimator = make_estimator(self.estimator, **(self.estimator_options or {}))
-        self.buffer = ProgressBuffer(self.buffer_size)
+            check_estimator_spec(self.estimator, **(self.estimator_options or {}))
+
+
+class SPAState:
+    """SPA's online state for one config: ``estimator`` (built from ``config.estimator``; ``None``
+    for a baseline contribution source) and ``buffer`` (a :class:`ProgressBuffer` of
+    ``config.buffer_size``)."""
+
+    def __init__(self, config: SPAConfig) -> None:
+        self.estimator: ProgressEstimator | None = None
+        if config.contribution_source == "estimator":
+            self.estimator = make_estimator(config.estimator, **(config.estimator_options or {}))
+        self.buffer = ProgressBuffer(config.buffer_size)
+
+
+#: ``online_state(config)``: the :class:`SPAState` of a config object (made on first use).
+online_state: OnlineStates[SPAConfig, SPAState] = OnlineStates(SPAState)
 
 
 # -- pure maths --------------------------------------------------------------------------------------
@@ -298,12 +320,13 @@ def _contributions(
     if source != "estimator":
         rng = np.random.default_rng(config.seed)
         return baseline_contributions(source, targets, lengths, batch.traj_group, rng)
-    estimator = config.estimator
+    state = online_state(config)
+    estimator = state.estimator
     costs: dict[str, float] = {"estimator_fallbacks": 0.0, "estimator_seconds": 0.0}
     if config.online:
-        config.buffer.add(trajectories, targets, batch.n_groups)
-        if config.buffer.groups_since_fit >= config.refit_every:
-            report = config.buffer.fit(estimator, config.refit_epochs)
+        state.buffer.add(trajectories, targets, batch.n_groups)
+        if state.buffer.groups_since_fit >= config.refit_every:
+            report = state.buffer.fit(estimator, config.refit_epochs)
             costs.update(
                 estimator_fits=1.0,
                 estimator_loss=report.loss_after,
@@ -347,7 +370,7 @@ def estimate_batch(batch: StepBatch, config: SPAConfig | None = None) -> np.ndar
         contributions = [np.clip(c, -bound, bound) for c in contributions]
     rewards = []
     for traj, c in zip(trajectories, contributions, strict=True):
-        g = grounding(traj, config.markers, config.use_action_valid)
+        g = grounding(traj, config.use_action_valid)
         r = fuse(c, g, config.alpha, config.beta, config.grounding_mode)
         for step, ct, gt, rt in zip(traj.steps, c.tolist(), g.tolist(), r.tolist(), strict=True):
             step.extras["spa"] = {"contribution": ct, "grounding": gt, "reward": rt}
@@ -364,12 +387,3 @@ def estimate_batch(batch: StepBatch, config: SPAConfig | None = None) -> np.ndar
             for i, a in zip(members, relative, strict=True):
                 advantages[i] = a
     return np.concatenate(advantages) if advantages else np.zeros(0)
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: SPAConfig | None = None
-) -> list[np.ndarray]:
-    """SPA advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or SPAConfig(), columns=BATCH_COLUMNS
-    )

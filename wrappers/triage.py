@@ -8,8 +8,9 @@ in docs/triage.md.
 
 This module holds :class:`TriageConfig`, the pure maths (:func:`outcome_advantages`,
 :func:`process_rewards`, :func:`whiten`), :func:`judge_batch` (requests -> results, through the
-cache, one judge call per group) and :func:`estimate_batch` / :func:`estimate`.
+cache, one judge call per group) and :func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
 
+>>> from wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(keys, won, progress):
 ...     steps = [Step("o", a, 0.0, state_key=s, next_state_key=t, progress=p)
@@ -18,7 +19,7 @@ cache, one judge call per group) and :func:`estimate_batch` / :func:`estimate`.
 >>> win = traj([("A", "up", "B"), ("B", "up", "C")], True, [0.0, 1.0])   # E, then D
 >>> lose = traj([("A", "up", "B"), ("B", "down", "A")], False, [0.0, 0.0])  # E, then N
 >>> cfg = TriageConfig(whiten_scope="none", eps=0.0)
->>> [a.round(3).tolist() for a in estimate([win, lose], cfg)]
+>>> [a.round(3).tolist() for a in estimate([win, lose], "triage", cfg)]
 [[1.1, 1.2], [-0.9, -1.02]]
 >>> win.steps[1].extras["triage"]["role"], lose.info["credit"]["judge_segments"]
 ('D', 2.0)
@@ -26,7 +27,6 @@ cache, one judge call per group) and :func:`estimate_batch` / :func:`estimate`.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,51 +34,44 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch, estimate_trajectories
-from wrappers.judges.cache import JudgeCache
-from wrappers.judges.factory import check_judge_spec, make_judge
-from wrappers.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
-from wrappers.judges.roles import ROLE_REWARDS, Role, parse_role
+from wrappers.batch import StepBatch
+from wrappers.models.judges.cache import JudgeCache
+from wrappers.models.judges.factory import check_judge_spec, make_judge
+from wrappers.models.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
+from wrappers.models.judges.roles import ROLE_REWARDS, Role, parse_role
+from wrappers.models.online import OnlineStates
+from wrappers.registry import env_preset
 
 __all__ = [
     "TriageConfig",
     "WHITEN_SCOPES",
-    "LAM_PRESETS",
+    "TriageState",
+    "online_state",
     "BATCH_COLUMNS",
     "outcome_advantages",
     "process_rewards",
     "whiten",
     "judge_batch",
     "estimate_batch",
-    "estimate",
 ]
 
 #: Over which steps the raw advantages are whitened (docs/triage.md, section 2).
 WHITEN_SCOPES = ("batch", "group", "none")
-#: The per-env mixing weight ``lam`` of the paper (docs/triage.md, section 8).
-LAM_PRESETS: dict[str, float] = {"alfworld": 0.2, "webshop": 0.2, "searchqa": 0.4}
 #: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads: none (it reads
 #: ``StepBatch.trajectories``).
 BATCH_COLUMNS: tuple[str, ...] = ()
 
 
-def _env_key(env: str) -> str:
-    """``"agentenvs/SearchQA-v0"`` -> ``"searchqa"``."""
-    name = env.rsplit("/", 1)[-1]
-    name = re.sub(r"-v\d+$", "", name)
-    return re.sub(r"[^a-z0-9]", "", name.lower())
-
-
-@dataclass
+@dataclass(frozen=True)
 class TriageConfig:
     """TRIAGE (docs/triage.md). Defaults: the paper's ALFWorld / WebShop settings, the oracle judge.
 
     ``judge`` is a judge object (anything with ``judge(requests)``) or a text spec: ``"oracle"``
     (the default: privileged rules, no model, works offline), a local Hugging Face model
     directory, or the http(s) URL of an OpenAI-compatible server (vLLM). A text spec is checked
-    when the config is built and turned into a judge on first use (:meth:`get_judge`); the judge
-    and the result cache are shared by every wrapper holding this config.
+    when the config is built; the judge is made from it, with the result cache, by the online
+    state (:class:`TriageState`, :data:`online_state`) on first use and shared by every wrapper
+    holding this config object.
     """
 
     lam: float = 0.2
@@ -117,32 +110,32 @@ class TriageConfig:
     """A judge object or a text spec (see the class docstring)."""
     judge_max_error_fraction: float = 0.5
     """For a judge given as an http(s) URL: the share of failed requests past which judging raises
-    ``RuntimeError`` (:class:`~wrappers.judges.HTTPJudge`'s ``max_error_fraction``; 1.0 never)."""
+    ``RuntimeError`` (:class:`~wrappers.models.judges.HTTPJudge`'s ``max_error_fraction``; 1.0 never)."""
 
     #: Fields where the paper's training stack differs from the defaults: verl's GRPO group std is
     #: the sample std.
     REFERENCE_FIELDS: ClassVar[dict[str, Any]] = {"std_ddof": 1}
 
-    _judge: Judge | None = field(default=None, init=False, repr=False, compare=False)
-    _cache: JudgeCache | None = field(default=None, init=False, repr=False, compare=False)
-
     @classmethod
-    def reference(cls, env: str | None = None, **overrides: Any) -> TriageConfig:
-        """The paper's settings: ``std_ddof=1`` (verl's GRPO) and, for ``env`` (``"alfworld"``,
-        ``"webshop"``, ``"searchqa"`` or an env id such as ``"agentenvs/SearchQA-v0"``), that
-        env's ``lam`` (:data:`LAM_PRESETS`); then ``overrides``.
+    def reference(cls, env: Any = None, **overrides: Any) -> TriageConfig:
+        """The paper's settings: ``std_ddof=1`` (verl's GRPO) and, for ``env`` (an env, env class
+        or registered id), the values the env declares for TRIAGE
+        (:func:`~wrappers.registry.env_preset`: ALFWorld and WebShop ``lam=0.2``, SearchQA 0.4,
+        docs/triage.md, section 8); then ``overrides``. ``ValueError`` for an env that declares
+        none.
 
         >>> TriageConfig.reference("agentenvs/SearchQA-v0").lam, TriageConfig.reference().std_ddof
         (0.4, 1)
         """
         fields = dict(cls.REFERENCE_FIELDS)
         if env is not None:
-            key = _env_key(env)
-            if key not in LAM_PRESETS:
+            preset = env_preset(env, "triage")
+            if not preset:
                 raise ValueError(
-                    f"no TRIAGE preset for env {env!r}; presets: {sorted(LAM_PRESETS)}"
+                    f"env {env!r} declares no TRIAGE preset (metadata['credit_presets']"
+                    "['triage'], docs/custom-env.md)"
                 )
-            fields["lam"] = LAM_PRESETS[key]
+            fields.update(preset)
         return cls(**{**fields, **overrides})
 
     def __post_init__(self) -> None:
@@ -173,26 +166,28 @@ class TriageConfig:
         missing = [r.value for r in Role if r.value not in rewards]
         if missing:
             raise ValueError(f"role_rewards lacks roles {missing}")
-        self.role_rewards = rewards
+        object.__setattr__(self, "role_rewards", rewards)
         check_judge_spec(self.judge)
         if not 0.0 <= self.judge_max_error_fraction <= 1.0:
             raise ValueError(
                 f"judge_max_error_fraction must be in [0, 1], got {self.judge_max_error_fraction}"
             )
 
-    def get_judge(self) -> Judge:
-        """The judge object (built from a text spec on first use, then kept)."""
-        if self._judge is None:
-            served = isinstance(self.judge, str) and self.judge.startswith(("http://", "https://"))
-            options = {"max_error_fraction": self.judge_max_error_fraction} if served else {}
-            self._judge = make_judge(self.judge, **options)
-        return self._judge
 
-    def get_cache(self) -> JudgeCache | None:
-        """The result cache (``None`` with ``cache=False``)."""
-        if self.cache and self._cache is None:
-            self._cache = JudgeCache(self.cache_size)
-        return self._cache if self.cache else None
+class TriageState:
+    """TRIAGE's online state for one config: ``judge`` (made from ``config.judge``) and ``cache``
+    (a :class:`~wrappers.models.judges.JudgeCache` of ``config.cache_size``; ``None`` with
+    ``cache=False``)."""
+
+    def __init__(self, config: TriageConfig) -> None:
+        served = isinstance(config.judge, str) and config.judge.startswith(("http://", "https://"))
+        options = {"max_error_fraction": config.judge_max_error_fraction} if served else {}
+        self.judge: Judge = make_judge(config.judge, **options)
+        self.cache = JudgeCache(config.cache_size) if config.cache else None
+
+
+#: ``online_state(config)``: the :class:`TriageState` of a config object (made on first use).
+online_state: OnlineStates[TriageConfig, TriageState] = OnlineStates(TriageState)
 
 
 # -- pure maths --------------------------------------------------------------------------------------
@@ -332,8 +327,8 @@ def estimate_batch(batch: StepBatch, config: TriageConfig | None = None) -> np.n
         else np.ones(batch.n_trajectories, bool)
     )
 
-    judge = config.get_judge()
-    cache = config.get_cache()
+    state = online_state(config)
+    judge, cache = state.judge, state.cache
     results: list[JudgeResult | None] = [None] * batch.n_steps
     costs = [_new_costs() for _ in trajectories]
     offsets = batch.offsets.tolist()
@@ -397,12 +392,3 @@ def _new_costs() -> dict[str, float]:
     keys = ("judge_calls", "judge_segments", "judge_cache_hits", "judge_tokens", "judge_seconds")
     roles = tuple(f"role_{r.value}" for r in Role)
     return dict.fromkeys((*keys, "judge_fallbacks", *roles), 0.0)
-
-
-def estimate(
-    trajectories: Sequence[Trajectory], config: TriageConfig | None = None
-) -> list[np.ndarray]:
-    """TRIAGE advantages, one float64 array per trajectory (same order); groups by ``group_id``."""
-    return estimate_trajectories(
-        trajectories, estimate_batch, config or TriageConfig(), columns=BATCH_COLUMNS
-    )

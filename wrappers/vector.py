@@ -133,7 +133,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         self.method = method
         self.group_size = group_size
         self._assembler = GroupAssembler(
-            group_size, method, self.config, store=store, state_keys=state_keys
+            group_size, self.credit_method, self.config, store=store, state_keys=state_keys
         )
         self._recorders = [EpisodeRecorder() for _ in range(self.num_envs)]
         self._episode = np.zeros(self.num_envs, np.int64)  # finished episodes since block reset

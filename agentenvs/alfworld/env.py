@@ -12,7 +12,8 @@ memoised, with the same results, an order of magnitude faster (docs/alfworld.md,
 
 Observations: the intro at reset (``-= Welcome to TextWorld, ALFRED! =- ... Your task is to: ...``),
 then the engine's feedback for each command; a command the engine does not know gets ALFWorld's
-``Nothing happens.`` (a valid, ineffective step, as in ALFWorld). Text that breaks the format is an
+``Nothing happens.`` (a valid, ineffective step, as in ALFWorld; its ``info["action_executed"]`` is
+``False``, the contract credit methods read for grounding). Text that breaks the format is an
 invalid action (``-invalid_action_penalty``, state unchanged) whose observation says why.
 
 The agent-facing prompts come from :meth:`ALFWorldEnv.agent_prompt` (:mod:`agentenvs.alfworld.prompts`).
@@ -60,6 +61,10 @@ class ALFWorldEnv(TextAgentEnv[str]):
         drop_help: leave ``help`` out of ``info["admissible_actions"]`` (the reference prompts do).
         render_mode: ``None`` or ``"ansi"``.
     """
+
+    #: ``credit_presets``: config values the credit methods read for this env (docs/custom-env.md):
+    #: TRIAGE's ``lam`` of the paper.
+    metadata = {**TextAgentEnv.metadata, "credit_presets": {"triage": {"lam": 0.2}}}
 
     def __init__(
         self,
@@ -193,6 +198,8 @@ class ALFWorldEnv(TextAgentEnv[str]):
     def _info(self, action_valid: bool, reason: str) -> dict[str, Any]:
         info = super()._info(action_valid, reason)
         info["is_action_valid"] = info["action_valid"]
+        if info["action_valid"] and self._raw.startswith("Nothing happens"):
+            info["action_executed"] = False  # well-formed, but the game ignored it
         info["goal_condition_success_rate"] = info["progress"]
         return info
 

@@ -1,9 +1,11 @@
-"""The core of agentenvs: the data contract, the action parser, task panels, the text-env base,
-the agent prompts (the ``agent_prompt`` hook) and the crash-safe trajectory store
+"""The core of agentenvs: the data contract (:class:`Step`, :class:`Trajectory`, the success rule
+:func:`episode_success`), the action parser, task panels, the text-env base (and with it the
+``info`` keys credit wrappers read: ``state_key``, ``action_valid``, ``action_key``, ...), the
+agent prompts (the ``agent_prompt`` hook) and the crash-safe trajectory store
 (:mod:`agentenvs.core.store`).
 
 Everything here depends on gymnasium and numpy only (the store's Parquet format on pyarrow, imported
-when used).
+when used); it never imports the envs, the wrappers or the learners.
 """
 
 from agentenvs.core.jsonl import TrajectoryWriter, read_trajectories, write_trajectories
@@ -21,10 +23,11 @@ from agentenvs.core.spaces import TEXT_CHARSET, TextSpace, text_space
 from agentenvs.core.store import StoredGroup, TrajectoryStore, list_runs, read_groups
 from agentenvs.core.tasks import SeedTaskIds, TaskPanel
 from agentenvs.core.text_env import TextAgentEnv
-from agentenvs.core.trajectory import Step, Trajectory, decode, encode
+from agentenvs.core.trajectory import Step, Trajectory, decode, encode, episode_success
 
 __all__ = [
     "Step",
+    "episode_success",
     "Trajectory",
     "encode",
     "decode",

@@ -21,8 +21,10 @@ The base class does the rest the same way for every env:
 * ``terminated`` means won (an env whose episodes can end otherwise, e.g. WebShop's purchase,
   overrides ``_terminated``); ``truncated`` means ``max_steps`` reached without terminating. Stepping a
   finished episode raises :class:`gymnasium.error.ResetNeeded`.
-* Every ``info`` has ``won``, ``action_valid``, ``invalid_reason``, ``state_key``, ``task_id``,
-  ``admissible_actions`` and ``step`` (steps taken so far), and ``progress`` where the env's
+* Every ``info`` has ``won``, ``action_valid``, ``invalid_reason``, ``state_key``, ``action_key``
+  (the parsed command of a valid action, the signature credit methods match actions by; ``None``
+  at reset and for an invalid action), ``task_id``, ``admissible_actions`` and ``step`` (steps
+  taken so far), and ``progress`` where the env's
   ``_progress`` hook gives one: how far the current state is toward completing the task, a float
   in ``[0, 1]`` computed from privileged state, 1.0 exactly when won (docs/credit.md, section 11).
 
@@ -78,6 +80,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+    _action_key: str | None = None  # the last valid action's parsed command (info["action_key"])
     #: The reference stack's projection (see the module doc); ``None`` = agentenvs' own rule.
     verl_fallback_chars: int | None = None
     #: What the env is about, in a sentence or two: the generic prompts show it (an env with its
@@ -179,6 +182,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         self.task_id = self._choose_task(options)
         self._load_task(self.task_id)
         self._steps, self._done, self._won = 0, False, False
+        self._action_key = None
         return self._observation(""), self._info(True, "")
 
     def step(self, action: str) -> tuple[ObsType, float, bool, bool, dict[str, Any]]:
@@ -190,6 +194,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
             command, problem = self._to_command(parsed.command)
             if command is None:
                 parsed = ParsedAction(parsed.command, False, problem)
+        self._action_key = parsed.command if parsed.valid else None
         if parsed.valid:
             reward, self._won = self._apply(command)
             if not self._format_ok:  # reference projection: it ran, but the format was wrong
@@ -257,6 +262,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
             "action_valid": bool(action_valid),
             "invalid_reason": reason,
             "state_key": self._state_key(),
+            "action_key": self._action_key if action_valid else None,
             "task_id": self.task_id,
             "admissible_actions": self._admissible_actions(),
             "step": self._steps,

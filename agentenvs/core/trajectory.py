@@ -4,6 +4,7 @@ This module holds:
 
 * :class:`Step` - one environment-facing action and what came of it.
 * :class:`Trajectory` - one episode: its task, its group and its steps.
+* :func:`episode_success` - whether a finished episode succeeded, from its last ``info``.
 * :func:`encode` / :func:`decode` - a lossless JSON-compatible encoding of the values a step may hold
   (``str``, numbers, ``bytes``, tuples, numpy arrays and scalars, nested lists and dicts).
 
@@ -34,6 +35,16 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Step", "Trajectory", "encode", "decode"]
+
+
+def episode_success(info: dict[str, Any], terminated: bool) -> bool:
+    """Whether the episode that ended with ``info`` succeeded: ``info["won"]`` where the env
+    reports it (every agentenvs env does), else ``terminated`` (an env that ends only by winning).
+
+    >>> episode_success({"won": False}, True), episode_success({}, True)
+    (False, True)
+    """
+    return bool(info.get("won", terminated))
 
 
 @dataclass

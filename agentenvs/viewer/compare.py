@@ -1,13 +1,13 @@
 """One group's advantages under several credit methods, for side-by-side display.
 
-This module holds :data:`STRUCTURAL_METHODS`, :data:`MODEL_METHODS`, :class:`MethodAdvantages`,
-:func:`parse_methods` and :func:`compare_methods`.
+This module holds :data:`STRUCTURAL_METHODS`, :class:`MethodAdvantages`, :func:`parse_methods`
+and :func:`compare_methods`.
 
 The run's own method (the one the store recorded) is shown with the advantages stored in the run,
 as they were used for training. Every other requested method re-credits a deep copy of the group
 with :func:`wrappers.assign_advantages` and its default config (the stored trajectories are never
-changed). Methods that consult a model or judge (TRIAGE, SPA, HISR: :data:`MODEL_METHODS`) are not
-re-run here: they appear only when they are the run's own method.
+changed). Methods that consult a model or judge (the registry's ``needs_model`` entries: TRIAGE, SPA,
+HISR) are not re-run here: they appear only when they are the run's own method.
 
 >>> from agentenvs.core import Step, Trajectory
 >>> g = [Trajectory("t", "g", [Step("o", "a", 10.0, state_key="A", advantage=0.5)], success=True),
@@ -27,20 +27,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agentenvs.core import Trajectory
-from wrappers import METHODS, assign_advantages, canonical_name
+from wrappers import METHODS, assign_advantages, canonical_name, registered_methods
 
 __all__ = [
     "STRUCTURAL_METHODS",
-    "MODEL_METHODS",
     "MethodAdvantages",
     "parse_methods",
     "compare_methods",
 ]
 
-#: The methods re-credited by default (pure functions of the group's states, actions and rewards).
-STRUCTURAL_METHODS = ("grpo", "gigpo", "graphgpo", "rtmc")
-#: Methods that need a model or judge; shown only as a run's own, stored method.
-MODEL_METHODS = frozenset({"triage", "spa", "hisr"})
+#: The methods re-credited by default: the registry's pure ones (``needs_model=False``) at import,
+#: in registration order (the built-ins: grpo, gigpo, graphgpo, rtmc).
+STRUCTURAL_METHODS = tuple(m.name for m in registered_methods(needs_model=False))
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ def compare_methods(
     for name in wanted:
         if name == own:
             continue
-        if name in MODEL_METHODS:
+        if METHODS[name].needs_model:
             views.append(MethodAdvantages(name, "skipped", [], "needs a model or judge"))
             continue
         group = copy.deepcopy(list(trajectories))

@@ -88,6 +88,10 @@ class WebShopEnv(TextAgentEnv[str]):
         render_mode: ``None`` or ``"ansi"``.
     """
 
+    #: ``credit_presets``: config values the credit methods read for this env (docs/custom-env.md):
+    #: TRIAGE's ``lam`` of the paper.
+    metadata = {**TextAgentEnv.metadata, "credit_presets": {"triage": {"lam": 0.2}}}
+
     def __init__(
         self,
         *,

@@ -43,7 +43,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory
+from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory, episode_success
 from agentenvs.core.prompting import agent_prompt_for
 from agentenvs.core.trajectory import Step
 from agentenvs.vector import sub_info
@@ -406,7 +406,7 @@ def play_episodes(
         step = Step(obs, str(action), reward, bool(terminated), bool(truncated), action_valid=valid)
         trajs[i].steps.append(step)
         if terminated or truncated:
-            trajs[i].success = bool(info.get("won", terminated))
+            trajs[i].success = episode_success(info, terminated)
             return False
         return True
 

@@ -12,7 +12,7 @@ Its ``unit`` says what it counts: ``"token"`` (a language model, teacher-forced 
 tokens) or ``"class"`` (one action class per turn). This module holds:
 
 * :class:`TurnRequest` - one turn to score (trajectory, turn index, outcome).
-* :class:`TurnScorer` - the protocol. A fit returns a :class:`wrappers.progress.FitReport` whose
+* :class:`TurnScorer` - the protocol. A fit returns a :class:`wrappers.models.fit.FitReport` whose
   losses are mean negative log-likelihoods per scoring unit (nats).
 * :class:`FeatureScorer` - a small torch classifier ``p(action class | features of the context)``
   for discrete or command-like actions (SokobanDiscrete with SB3, text envs without an LM).
@@ -50,8 +50,8 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers.batch import action_signature
-from wrappers.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
-from wrappers.progress import FitReport
+from wrappers.models.fit import FitReport, fit_epochs
+from wrappers.models.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
 
 __all__ = [
     "VIEWS",
@@ -62,6 +62,7 @@ __all__ = [
     "FeatureScorer",
     "HFScorer",
     "make_scorer",
+    "check_scorer_spec",
     "trajectory_outcome",
     "turn_requests",
     "train_hindsight",
@@ -286,19 +287,17 @@ class FeatureScorer:
         self._build(x.shape[1], len(self.classes) + 1)
         optim = torch.optim.Adam(self.model.parameters(), lr=self.lr if lr is None else lr)
         loss_fn = torch.nn.CrossEntropyLoss()
-        with torch.no_grad():
-            before = float(loss_fn(self.model(x), y))
-        self.model.train()
-        for _ in range(epochs):
-            optim.zero_grad()
-            loss = loss_fn(self.model(x), y)
-            loss.backward()
-            optim.step()
-        self.model.eval()
-        with torch.no_grad():
-            after = float(loss_fn(self.model(x), y))
+        report = fit_epochs(
+            lambda _: loss_fn(self.model(x), y),  # full batch: one row stands for all
+            lambda: loss_fn(self.model(x), y),
+            optim,
+            n=1,
+            epochs=epochs,
+            start=start,
+            module=self.model,
+        )
         self.trained = True
-        return FitReport(before, after, epochs, time.perf_counter() - start)
+        return report
 
     def score(self, requests: Sequence[TurnRequest]) -> list[tuple[float, int]]:
         """``(log p(class of the turn's action), 1)`` per request; ``RuntimeError`` before a fit."""
@@ -535,50 +534,64 @@ class HFScorer:
         if not seqs:
             raise ValueError("fit needs at least one turn with action tokens")
         model, _ = self._load()
-        before = self._mean_nll(seqs)
         params = [p for p in model.parameters() if p.requires_grad]
-        optim = torch.optim.AdamW(params, lr=self.lr if lr is None else lr)
-        order = np.random.default_rng(seed)
-        model.train()
-        for _ in range(epochs):
-            perm = order.permutation(len(seqs))
-            for i in range(0, len(seqs), self.batch_size):
-                chunk = [seqs[j] for j in perm[i : i + self.batch_size]]
-                lps = self._token_logprobs(chunk, grad=True)
-                loss = -torch.cat(lps).mean()
-                optim.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
-                optim.step()
-        model.eval()
-        after = self._mean_nll(seqs)
+        report = fit_epochs(
+            lambda rows: -torch.cat(self._token_logprobs([seqs[j] for j in rows], True)).mean(),
+            lambda: self._mean_nll(seqs),
+            torch.optim.AdamW(params, lr=self.lr if lr is None else lr),
+            n=len(seqs),
+            epochs=epochs,
+            start=start,
+            batch_size=self.batch_size,
+            rng=np.random.default_rng(seed),
+            clip=1.0,
+            params=params,
+            module=model,
+        )
         self.trained = True
-        return FitReport(before, after, epochs, time.perf_counter() - start)
+        return report
 
 
-def make_scorer(spec: Any, view: str) -> Any:
-    """A scorer from ``spec``: a scorer object (returned as is; its ``view`` must match),
-    ``"features"`` (:class:`FeatureScorer`), ``"hf:<dir>"`` or a local model directory
-    (:class:`HFScorer`).
+def check_scorer_spec(spec: Any, view: str) -> None:
+    """Raise what :func:`make_scorer` would raise for ``spec`` in ``view``, building nothing.
 
-    >>> make_scorer("features", "policy")
-    FeatureScorer('policy', classes=0, trained=False)
+    >>> check_scorer_spec("features", "policy")
     """
     _check_view(view)
     if isinstance(spec, TurnScorer):
         if spec.view != view:
             raise ValueError(f"a scorer with view {spec.view!r} was given where {view!r} is needed")
-        return spec
-    if spec == "features":
-        return FeatureScorer(view)
-    if isinstance(spec, (str, Path)):
-        path = str(spec)[3:] if str(spec).startswith("hf:") else spec
-        if is_model_dir(path):
-            return HFScorer(path, view)
+        return
+    if spec == "features" or _model_dir(spec) is not None:
+        return
     raise ValueError(
         f"unknown scorer {spec!r}; use 'features', 'hf:<dir>', a local HF model directory or "
         "a scorer object"
     )
+
+
+def _model_dir(spec: Any) -> Any:
+    """The model directory a ``"hf:<dir>"`` or directory spec names, else ``None``."""
+    if not isinstance(spec, (str, Path)):
+        return None
+    path = str(spec)[3:] if str(spec).startswith("hf:") else spec
+    return path if is_model_dir(path) else None
+
+
+def make_scorer(spec: Any, view: str) -> Any:
+    """A scorer from ``spec`` (checked by :func:`check_scorer_spec`): a scorer object (returned as
+    is; its ``view`` must match), ``"features"`` (:class:`FeatureScorer`), ``"hf:<dir>"`` or a
+    local model directory (:class:`HFScorer`).
+
+    >>> make_scorer("features", "policy")
+    FeatureScorer('policy', classes=0, trained=False)
+    """
+    check_scorer_spec(spec, view)
+    if isinstance(spec, TurnScorer):
+        return spec
+    if spec == "features":
+        return FeatureScorer(view)
+    return HFScorer(_model_dir(spec), view)
 
 
 def train_hindsight(

@@ -10,7 +10,6 @@ This module holds:
 
 * :class:`ProgressEstimator` - the protocol: ``trained``, :meth:`~ProgressEstimator.contributions`,
   :meth:`~ProgressEstimator.fit`, ``state_dict`` / ``load_state_dict``, ``save``.
-* :class:`FitReport` - what one :meth:`~ProgressEstimator.fit` call did.
 * :class:`TabularProgressEstimator` - a table ``(unit index, action signature) -> weight``, zero
   init, full-batch gradient descent (reproduces the minimum-norm golden vectors of docs/spa.md 8.3).
 * :class:`FeatureProgressEstimator` - a small torch MLP on fixed-size step features (flattened array
@@ -43,8 +42,7 @@ import re
 import time
 import warnings
 import zlib
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,15 +50,16 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from wrappers.batch import action_signature, hashable_key
-from wrappers.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
+from wrappers.models.fit import FitReport, fit_epochs
+from wrappers.models.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
 
 __all__ = [
     "ProgressEstimator",
-    "FitReport",
     "TabularProgressEstimator",
     "FeatureProgressEstimator",
     "HFProgressEstimator",
     "make_estimator",
+    "check_estimator_spec",
     "load_estimator",
     "check_ends",
     "sum_loss",
@@ -72,18 +71,6 @@ __all__ = [
 ESTIMATOR_SPECS = ("features", "tabular")
 
 
-@dataclass(frozen=True)
-class FitReport:
-    """One :meth:`ProgressEstimator.fit` call: the mean squared sum error (target units squared)
-    before and after training, the epochs (passes over the data, or gradient iterations for the
-    full-batch tabular estimator) and the wall-clock seconds it took."""
-
-    loss_before: float
-    loss_after: float
-    epochs: int
-    seconds: float
-
-
 @runtime_checkable
 class ProgressEstimator(Protocol):
     """What SPA and HISR need of a progress estimator (docs/spa.md, section 5).
@@ -92,7 +79,7 @@ class ProgressEstimator(Protocol):
     unit (steps when ``ends`` is ``None``, else segments). ``fit(trajectories, targets, ends=None,
     epochs=None)`` trains so that each trajectory's contributions sum to its target, for ``epochs``
     passes (``None``: the estimator's own setting; an online refit continues from the current
-    weights and needs few), and returns a :class:`FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
+    weights and needs few), and returns a :class:`~wrappers.models.fit.FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
     """
 
     trained: bool
@@ -190,6 +177,34 @@ def _torch_save(obj: Any, path: str | Path) -> None:
 
 
 # -- tabular -----------------------------------------------------------------------------------------
+def _fit_sums(
+    estimator: Any,
+    errors: Callable[[np.ndarray], Any],
+    m: int,
+    optimizer: Any,
+    start: float,
+    epochs: int | None,
+    **loop: Any,
+) -> FitReport:
+    """Train a torch estimator on the mean of ``errors(rows)`` (squared sum errors of those of its
+    ``m`` trajectories) through :func:`~wrappers.models.fit.fit_epochs`, for ``epochs`` passes
+    (``None``: its ``options["epochs"]``) in mini-batches of ``options["batch_size"]``; ``loop``:
+    the loop's other options. Counts the fit and marks the estimator trained."""
+    report = fit_epochs(
+        lambda rows: errors(rows).mean(),
+        lambda: errors(np.arange(m)).mean(),
+        optimizer,
+        n=m,
+        epochs=estimator.options["epochs"] if epochs is None else int(epochs),
+        start=start,
+        batch_size=estimator.options["batch_size"],
+        **loop,
+    )
+    estimator._fits += 1
+    estimator.trained = True
+    return report
+
+
 class TabularProgressEstimator:
     """A weight per ``(unit index, unit signature)``; zero init; full-batch gradient descent.
 
@@ -485,27 +500,12 @@ class FeatureProgressEstimator:
             )
             return (sums - yt)[torch.as_tensor(rows)] ** 2
 
-        everyone = np.arange(m)
-        with torch.no_grad():
-            before = float(errors(everyone).mean())
         opt = torch.optim.Adam(
             self.net.parameters(), lr=self.options["lr"], weight_decay=self.options["weight_decay"]
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
-        bs = self.options["batch_size"]
-        epochs = self.options["epochs"] if epochs is None else int(epochs)
-        for _ in range(epochs):
-            order = rng.permutation(m) if bs < m else everyone
-            for lo in range(0, m, bs):
-                loss = errors(np.sort(order[lo : lo + bs])).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-        with torch.no_grad():
-            after = float(errors(everyone).mean())
-        self._fits += 1
-        self.trained = True
-        return FitReport(before, after, epochs, time.perf_counter() - start)
+        shuffle = rng if self.options["batch_size"] < m else None
+        return _fit_sums(self, errors, m, opt, start, epochs, rng=shuffle, sort_batches=True)
 
     def state_dict(self) -> dict:
         """The network's tensors (``net.*``), its input size and the fit count."""
@@ -757,12 +757,9 @@ class HFProgressEstimator:
             )
             return (sums - y[torch.as_tensor(rows, device=y.device)]) ** 2
 
-        everyone = np.arange(m)
         if m == 0:
             self.trained = True
             return FitReport(0.0, 0.0, 0, time.perf_counter() - start)
-        with torch.no_grad():
-            before = float(errors(everyone).mean())
         params = list(self.head.parameters())
         if train_backbone:
             params += list(self.backbone.parameters())
@@ -770,21 +767,8 @@ class HFProgressEstimator:
             params, lr=self.options["lr"], weight_decay=self.options["weight_decay"]
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
-        bs = self.options["batch_size"]
-        epochs = self.options["epochs"] if epochs is None else int(epochs)
-        for _ in range(epochs):
-            order = rng.permutation(m)
-            for lo in range(0, m, bs):
-                loss = errors(order[lo : lo + bs]).mean()
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, self.options["grad_clip"])
-                opt.step()
-        with torch.no_grad():
-            after = float(errors(everyone).mean())
-        self._fits += 1
-        self.trained = True
-        return FitReport(before, after, epochs, time.perf_counter() - start)
+        clip = self.options["grad_clip"]
+        return _fit_sums(self, errors, m, opt, start, epochs, rng=rng, clip=clip, params=params)
 
     def state_dict(self) -> dict:
         """The head's tensors (``head.*``), the backbone's (``backbone.*``) when it trains, and
@@ -839,8 +823,40 @@ def load_estimator(path: str | Path) -> ProgressEstimator:
     return estimator
 
 
+def check_estimator_spec(spec: Any = "features", **options: Any) -> None:
+    """Raise what :func:`make_estimator` would raise for ``spec`` and ``options``, building nothing
+    (a config checks its spec with it; the estimator is built by the method's online state).
+
+    >>> check_estimator_spec("tabular")
+    >>> check_estimator_spec("nonsense")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown progress estimator 'nonsense': give 'features', 'tabular', 'hf:<model dir>', a local HF model directory or a saved estimator file
+    """
+    if not isinstance(spec, (str, Path)):
+        if callable(getattr(spec, "contributions", None)) and callable(getattr(spec, "fit", None)):
+            if options:
+                raise ValueError("options apply to an estimator built from a text spec only")
+            return
+        raise TypeError(
+            f"an estimator spec must be text or an estimator, got {type(spec).__name__}"
+        )
+    text = str(spec)
+    path = Path(text).expanduser()
+    if text in ESTIMATOR_SPECS or text.startswith("hf:") or is_model_dir(path):
+        return
+    if path.is_file():
+        if options:
+            raise ValueError("a saved estimator keeps its own options")
+        return
+    raise ValueError(
+        f"unknown progress estimator {text!r}: give 'features', 'tabular', 'hf:<model dir>', "
+        "a local HF model directory or a saved estimator file"
+    )
+
+
 def make_estimator(spec: Any = "features", **options: Any) -> ProgressEstimator:
-    """A progress estimator from ``spec``:
+    """A progress estimator from ``spec`` (checked by :func:`check_estimator_spec`):
 
     * an object with ``contributions`` and ``fit`` - returned as is (``options`` must be empty);
     * ``"features"`` (default) - :class:`FeatureProgressEstimator` (``options`` go to it);
@@ -850,32 +866,14 @@ def make_estimator(spec: Any = "features", **options: Any) -> ProgressEstimator:
 
     >>> type(make_estimator("tabular", lr=0.5)).__name__
     'TabularProgressEstimator'
-    >>> make_estimator("nonsense")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown progress estimator 'nonsense': give 'features', 'tabular', 'hf:<model dir>', a local HF model directory or a saved estimator file
     """
+    check_estimator_spec(spec, **options)
     if not isinstance(spec, (str, Path)):
-        if callable(getattr(spec, "contributions", None)) and callable(getattr(spec, "fit", None)):
-            if options:
-                raise ValueError("options apply to an estimator built from a text spec only")
-            return spec
-        raise TypeError(
-            f"an estimator spec must be text or an estimator, got {type(spec).__name__}"
-        )
+        return spec
     text = str(spec)
-    if text in ("features", "tabular"):
+    if text in ESTIMATOR_SPECS:
         return _KINDS[text](**options)
     if text.startswith("hf:"):
         return HFProgressEstimator(text[3:], **options)
     path = Path(text).expanduser()
-    if is_model_dir(path):
-        return HFProgressEstimator(path, **options)
-    if path.is_file():
-        if options:
-            raise ValueError("a saved estimator keeps its own options")
-        return load_estimator(path)
-    raise ValueError(
-        f"unknown progress estimator {text!r}: give 'features', 'tabular', 'hf:<model dir>', "
-        "a local HF model directory or a saved estimator file"
-    )
+    return HFProgressEstimator(path, **options) if is_model_dir(path) else load_estimator(path)

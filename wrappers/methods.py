@@ -1,0 +1,58 @@
+"""The built-in credit methods, registered in :mod:`wrappers.registry` (in this order).
+
+This module holds no code of its own: it imports each estimator module and registers it through
+:func:`~wrappers.registry.register_method`. The structural methods (GRPO, GiGPO, GraphGPO, RTMC)
+are pure numpy; TRIAGE, HISR and SPA consult a model or judge (``needs_model=True``), whose
+implementations live in :mod:`wrappers.models` and import torch only when a model is built.
+``wrappers/__init__`` imports this module, so any ``import wrappers...`` registers them.
+
+>>> from wrappers.registry import METHODS
+>>> METHODS["graph"].name, METHODS["spa"].needs_model, METHODS["rtmc"].needs_model
+('graphgpo', True, False)
+"""
+
+from __future__ import annotations
+
+from wrappers import gigpo, graphgpo, grpo, hisr, rtmc, spa, triage
+from wrappers.registry import config_signature, register_method, states_only
+
+__all__: list[str] = []
+
+register_method(
+    "grpo", grpo.estimate_batch, grpo.GRPOConfig, signature=states_only, columns=grpo.BATCH_COLUMNS
+)
+register_method(
+    "gigpo",
+    gigpo.estimate_batch,
+    gigpo.GiGPOConfig,
+    signature=states_only,
+    columns=gigpo.BATCH_COLUMNS,
+)
+register_method(
+    "graphgpo",
+    graphgpo.estimate_batch,
+    graphgpo.GraphGPOConfig,
+    signature=states_only,
+    aliases=("graph",),
+    columns=graphgpo.BATCH_COLUMNS,
+)
+register_method(
+    "rtmc",
+    rtmc.estimate_batch,
+    rtmc.RTMCConfig,
+    signature=config_signature,
+    columns=rtmc.BATCH_COLUMNS,
+)
+for _module, _config in (
+    (triage, triage.TriageConfig),
+    (hisr, hisr.HISRConfig),
+    (spa, spa.SPAConfig),
+):
+    register_method(
+        _module.__name__.rsplit(".", 1)[1],
+        _module.estimate_batch,
+        _config,
+        signature=states_only,
+        columns=_module.BATCH_COLUMNS,
+        needs_model=True,
+    )
