@@ -1,6 +1,7 @@
 """Gymnasium's conventions: every registered id and every wrapper of ours is rebuilt from its spec
-(``gym.make(env.spec)``) and keeps Gymnasium's passive env checker quiet, and the vector credit
-wrapper's ``infos`` keep Gymnasium's per-sub-env layout (``DictInfoToList`` unbatches them).
+(``gym.make(env.spec)``) and keeps Gymnasium's passive env checker quiet, and the ``infos`` of the
+ids' vector envs and of the vector credit wrapper keep Gymnasium's per-sub-env layout
+(``DictInfoToList`` unbatches them).
 
 Each env plays one reset and one step here (the heavy ids included): the full ``check_env`` of
 every id is in tests/test_credit_registry.py.
@@ -15,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector.utils import iterate
 from gymnasium.wrappers import PassiveEnvChecker
 from gymnasium.wrappers.vector import DictInfoToList
 from lost_worker import LostWorker
@@ -65,19 +67,27 @@ def _layers(env: gym.Env) -> list[type]:
 
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_every_id_keeps_the_passive_checker_and_is_rebuilt_from_its_spec(env_id):
+    """The spec rebuilds the env as the sub-env of a vector env (``gym.make_vec`` calls
+    ``gym.make(spec)``), whose ``infos`` pass through ``DictInfoToList``."""
     _skip_unavailable(env_id)
     env = gym.make(env_id)
-    again = gym.make(env.spec)
+    vec = gym.make_vec(env.spec, num_envs=1)
+    listed = DictInfoToList(vec)
     try:
+        [again] = vec.envs
         assert PassiveEnvChecker in _layers(env)  # registration leaves gym.make's checker on
         assert again.spec == env.spec and _layers(again) == _layers(env)
         obs, info = _reset_and_step_quietly(env)
-        obs_again, info_again = _reset_and_step_quietly(again)
-        assert info_again["task_id"] == info["task_id"]
-        np.testing.assert_equal(obs_again, obs)  # dicts, arrays and text alike
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            batch, [info_again] = listed.reset(seed=0)
+            *_, [step_info] = listed.step([_an_action(env, info_again)])
+        assert info_again["task_id"] == info["task_id"] == step_info["task_id"]
+        first = next(iterate(vec.observation_space, batch))
+        np.testing.assert_equal(first, obs)  # dicts, arrays and text alike
     finally:
         env.close()
-        again.close()
+        listed.close()
 
 
 def _credit_wrapper(cls: type[CreditWrapper]) -> gym.Env:
