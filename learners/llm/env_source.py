@@ -4,7 +4,7 @@ This module holds:
 
 * :data:`EnvSource` - what a :class:`~learners.llm.trainer.Trainer` is given: env factories (or
   envs), each a single-env credit wrapper, or a vector credit wrapper over a grouped vector env.
-* :class:`TaskPanel` - the part of an env's task panel the trainer reads (``splits``, ``ids``).
+* :class:`TaskSplits` - the part of an env's task panel the trainer reads (``splits``, ``ids``).
 * :class:`TrainerEnvs` - the protocol the trainer works against: play one credited group per
   env (or block) on given tasks, the agent prompts, the eval envs, the task panel and the name
   of the credit method.
@@ -31,14 +31,14 @@ from learners.llm.rollout import (
     prompts_of,
 )
 
-__all__ = ["EnvSource", "TaskPanel", "TrainerEnvs", "CreditedEnvs", "choose_tasks"]
+__all__ = ["EnvSource", "TaskSplits", "TrainerEnvs", "CreditedEnvs", "choose_tasks"]
 
 #: What the trainer is given: env factories / envs (single credit wrappers) or a vector credit
 #: wrapper.
 EnvSource = Sequence[Callable[[], gym.Env] | gym.Env] | gym.vector.VectorEnv
 
 
-class TaskPanel(Protocol):
+class TaskSplits(Protocol):
     """An env's named splits of task ids (:class:`agentenvs.core.tasks.TaskPanel` is one)."""
 
     @property
@@ -68,7 +68,7 @@ class TrainerEnvs(Protocol):
         """Play one group per task id; the complete credited groups and how many were dropped."""
         ...
 
-    def task_panel(self) -> TaskPanel | None:
+    def task_panel(self) -> TaskSplits | None:
         """The env's task panel, ``None`` without one."""
         ...
 
@@ -153,7 +153,7 @@ class CreditedEnvs:
             return collect_parallel(self.vector_env, tasks, self.prompts, sample)
         return collect_sequential(self.envs, tasks, self.prompts, sample), 0
 
-    def task_panel(self) -> TaskPanel | None:
+    def task_panel(self) -> TaskSplits | None:
         return _task_panel(self._source)
 
     def credit_method_name(self) -> str | None:
