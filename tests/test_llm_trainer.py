@@ -18,6 +18,7 @@ pytest.importorskip("transformers")
 
 import agentenvs  # noqa: E402
 from agentenvs.core import Step, TaskPanel, Trajectory, text_space  # noqa: E402
+from learners.llm.callbacks import TrainerCallback  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.generation import HFGenerator  # noqa: E402
 from learners.llm.loss import token_logprobs  # noqa: E402
@@ -113,6 +114,55 @@ def test_evaluation_keeps_every_episode_and_reports_the_paired_gain(tmp_path):
     assert len(trainer.logger.outcomes) == 3
     assert len((tmp_path / "eval_outcomes.jsonl").read_text().splitlines()) == 3
     trainer.close()
+
+
+class _Recorder(TrainerCallback):
+    """Records each hook call as (name, tag, iteration, what it was given, checkpoint on disk)."""
+
+    def __init__(self, tag, calls):
+        self.tag, self.calls = tag, calls
+
+    def on_eval(self, trainer, results):
+        self.calls.append(("eval", self.tag, trainer.iteration, dict(results), None))
+
+    def on_iteration_end(self, trainer, metrics):
+        saved = (trainer.out_dir / "checkpoint.pt").exists()
+        self.calls.append(("end", self.tag, trainer.iteration, dict(metrics), saved))
+
+
+def test_callbacks_see_each_evaluation_and_each_logged_row_in_order(tmp_path):
+    config = TrainConfig(iterations=1, **{**SMALL, "eval_tasks": 1}, eval_modes=("greedy",))
+    calls = []
+    callbacks = [_Recorder("a", calls), _Recorder("b", calls)]
+    trainer = Trainer(
+        config,
+        _policy(),
+        tmp_path,
+        _graph_envs(),
+        tensorboard=False,
+        progress=False,
+        callbacks=callbacks,
+    )
+    rows = trainer.train()
+    direct = trainer.evaluate({"test": trainer.eval_splits["test"]})
+    trainer.close()
+    assert [c[:3] for c in calls] == [
+        ("eval", "a", 0),
+        ("eval", "b", 0),
+        ("eval", "a", 1),
+        ("eval", "b", 1),
+        ("end", "a", 1),
+        ("end", "b", 1),
+        ("eval", "a", 1),
+        ("eval", "b", 1),
+    ]
+    first_eval, end = calls[0][3], calls[4]
+    assert set(first_eval) == {k for k in rows[0] if k != "iteration"}
+    assert end[4]  # the iteration's checkpoint is written before on_iteration_end
+    logged = {k: v for k, v in rows[-1].items() if k != "iteration"}
+    assert end[3].keys() == logged.keys() and end[3]["loss"] == logged["loss"]
+    assert "eval/greedy/success_gain" in end[3]
+    assert calls[-1][3] == direct
 
 
 def _sokoban_with_test_splits(max_steps=2):
@@ -604,7 +654,7 @@ def test_token_budget_micro_batches_give_the_one_batch_update(tmp_path):
     [1, 2] (2 x 5) then [0] (7); a budget of 5 runs each alone, sample 0 (7 > 5) too. Either way
     the optimizer step equals that of one micro-batch of all three."""
     trainer = _trainer(tmp_path / "a", micro_batch_tokens=10)
-    assert trainer._micro_batches(_hand_steps(), [0, 1, 2]) == [[1, 2], [0]]
+    assert trainer.updater._micro_batches(_hand_steps(), [0, 1, 2]) == [[1, 2], [0]]
     trainer.close()
     one, _ = _params_after_update(tmp_path / "b", micro_batch_size=8)
     before = [p.detach().float() for p in _policy().model.parameters() if p.requires_grad]
@@ -635,7 +685,7 @@ def test_reference_logprobs_come_from_one_pass_per_update(tmp_path, offload):
     )
     steps = _hand_steps()
     stats = trainer.update(steps)
-    ref = trainer.reference_logprobs(steps, [0, 1, 2], 1.0)
+    ref = trainer.updater.reference_logprobs(steps, [0, 1, 2], 1.0)
     trainer.close()
     assert stats["update_steps"] == 4.0 and stats["kl"] > 0
     assert sum(rows) == 2 * 3  # one row per sample in the update, and again just above

@@ -3,7 +3,27 @@
 It is given credit-wrapped envs and holds no env-specific code: prompts come from each env's
 ``agent_prompt`` hook, advantages from the wrappers' credited groups.
 
-Modules (import what you need; all need the ``llm`` extra: torch, transformers, tokenizers):
+Modules (import what you need; all but the planner need the ``llm`` extra: torch, transformers,
+tokenizers):
+
+The loop and its parts
+
+* :mod:`~learners.llm.trainer` - :class:`~learners.llm.trainer.Trainer`, the orchestrator: rollout
+  (credit from the wrappers) -> update -> eval -> metrics -> checkpoint -> callbacks.
+* :mod:`~learners.llm.env_source` - what the trainer needs from its envs, typed: credited groups,
+  prompts, the task panel, the credit method's name; the training and evaluated task ids.
+* :mod:`~learners.llm.update` - the PPO update over micro-batches: precision, optimizer, frozen
+  reference, DDP/FSDP hooks.
+* :mod:`~learners.llm.evaluation` - uncredited evaluation episodes and the before/after gain.
+* :mod:`~learners.llm.checkpoint` - the checkpoint file and every RNG state.
+* :mod:`~learners.llm.parallel` - DDP or FSDP2 around the model, its full weights.
+* :mod:`~learners.llm.callbacks` - :class:`~learners.llm.callbacks.TrainerCallback`
+  (``on_iteration_end``, ``on_eval``).
+* :mod:`~learners.llm.distributed` - the ``torchrun`` process group (gloo on CPU, nccl on CUDA).
+* :mod:`~learners.llm.cursor` - the resumable task cursor.
+* :mod:`~learners.llm.metrics` - CSV/TensorBoard logging and the learning-curve PNG.
+
+Model, sampling and rollouts
 
 * :mod:`~learners.llm.config` - :class:`TrainConfig`, every default with its source.
 * :mod:`~learners.llm.policy` - model + tokenizer + chat template; response-token forward pass.
@@ -11,20 +31,27 @@ Modules (import what you need; all need the ``llm`` extra: torch, transformers, 
 * :mod:`~learners.llm.vllm_generator` - the vLLM backend (CUDA): log-probs, weight and LoRA sync,
   sleep mode.
 * :mod:`~learners.llm.logprob_gap` - the backend-vs-trainer log-prob gap checked after each sync.
-* :mod:`~learners.llm.export` - a trained policy as an HF model directory or a LoRA adapter.
 * :mod:`~learners.llm.rollout` - batched one-sample-per-step rollouts through credit wrappers.
+* :mod:`~learners.llm.warm_start` - the optional supervised warm start on the env's action syntax.
 * :mod:`~learners.llm.loss` - PPO-clip, k3 KL, chunked log-probs and entropy (pure functions).
 * :mod:`~learners.llm.precision` - weight dtype, autocast, fp32 master weights, loss scaling.
 * :mod:`~learners.llm.batching` - length-sorted micro-batches (sample count or token budget).
-* :mod:`~learners.llm.plan` / :mod:`~learners.llm.memcheck` - the memory planner and the trainer's
-  warning when a run will not fit.
-* :mod:`~learners.llm.trainer` - the loop: credited rollouts, update, eval, metrics, checkpoints.
-* :mod:`~learners.llm.distributed` - data parallelism under ``torchrun`` (DDP or FSDP2; gloo on
-  CPU, nccl on CUDA).
-* :mod:`~learners.llm.cursor` - the resumable task cursor.
-* :mod:`~learners.llm.metrics` - CSV/TensorBoard logging and the learning-curve PNG.
+* :mod:`~learners.llm.export` - a trained policy as an HF model directory or a LoRA adapter.
 * :mod:`~learners.llm.models` - ``--model`` resolution: local dirs, ``tiny``, ``smollm2`` (offline).
 * :mod:`~learners.llm.tiny` - a tiny random Qwen2 model and an in-code BPE tokenizer.
+
+Memory
+
+* :mod:`~learners.llm.plan` - the memory planner (pure Python; it re-exports
+  :mod:`~learners.llm.plan_arch`, :mod:`~learners.llm.plan_config`,
+  :mod:`~learners.llm.plan_estimate` and :mod:`~learners.llm.plan_cli`).
+* :mod:`~learners.llm.memcheck` - the trainer's warning when a run will not fit.
+
+What it may import: ``agentenvs`` (its core contract: steps, trajectories, prompts, store,
+vector infos), gymnasium, numpy and the ``llm`` extra's libraries; never ``wrappers`` (credit
+arrives through the envs' ``info``) and nothing that imports it. Inside, the trainer imports its
+parts; the parts never import the trainer (the callbacks name it for type checkers only), and the
+planner imports nothing of the learner's.
 """
 
 from learners.llm.config import TrainConfig
