@@ -43,17 +43,8 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded
 
-from learners.llm.cli import (
-    export,
-    make_envs,
-    make_eval_envs,
-    make_policy,
-    parse_args,
-    report_lines,
-    warm_start,
-)
+from learners.llm.cli import make_envs, make_policy, parse_args, report, train, warm_start
 from learners.llm.distributed import Distributed
-from learners.llm.trainer import Trainer
 
 if __name__ == "__main__":  # (subprocess envs re-import this file)
     args = parse_args(prog="train_llm.py")  # flags generated from TrainConfig; RECIPES per --model
@@ -70,28 +61,12 @@ if __name__ == "__main__":  # (subprocess envs re-import this file)
     if args.format_warm_start and dist.is_main:
         warm_start(args, policy)
 
-    # 4. Train on the credited groups, with evaluation (plain envs, no credit) and checkpoints.
-    trainer = Trainer(
-        args.config,  # every field documented in learners/llm/config.py
-        policy,
-        args.out,
-        envs,
-        eval_envs=make_eval_envs(args),
-        model_path=model_dir,
-        distributed=dist,
-    )
-    if args.resume:
-        trainer.load_checkpoint()
-    rows = trainer.train()
-    trained = trainer.full_policy() if args.export != "none" else None  # gathered under FSDP
-    trainer.close()
+    # 4. Train on the credited groups (learners.llm.trainer.Trainer with args.config, every field
+    # documented in learners/llm/config.py), with evaluation on plain envs and checkpoints.
+    rows, splits, trained = train(args, envs, policy, model_dir, dist)
     dist.destroy()
 
     # 5. Report (rank 0): success before and after, per test split and decoding, with the paired 95%
     # interval; then the trained policy (an HF model directory, LoRA merged, or the adapter alone).
     if dist.is_main:
-        for line in report_lines(rows, trainer.eval_splits, args.config.eval_modes):
-            print(line)
-        print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
-        if trained is not None:
-            export(args, trained)
+        report(args, rows, splits, trained)

@@ -3,8 +3,8 @@
 This module holds :class:`TrainArgs` (the flags that are not ``TrainConfig`` fields: env, credit,
 groups, model, outputs), :data:`RECIPES` (the main job's per-model defaults), :data:`FLAG_NAMES`,
 :func:`import_user_modules`, :func:`parse_args`, the run's steps (:func:`make_envs`,
-:func:`make_eval_envs`, :func:`make_policy`, :func:`warm_start`, :func:`report_lines`,
-:func:`export`) and :func:`main`, which runs them in order (``examples/train_llm.py`` writes the
+:func:`make_eval_envs`, :func:`make_policy`, :func:`warm_start`, :func:`train`,
+:func:`report_lines`, :func:`report`) and :func:`main`, which runs them in order (``examples/train_llm.py`` writes the
 same steps out as a script to read and copy).
 
 Every ``TrainConfig`` field is a flag of the same name with dashes (``kl_coef`` -> ``--kl-coef``,
@@ -62,8 +62,9 @@ __all__ = [
     "make_eval_envs",
     "make_policy",
     "warm_start",
+    "train",
     "report_lines",
-    "export",
+    "report",
     "main",
 ]
 
@@ -402,26 +403,16 @@ def report_lines(
     return lines
 
 
-def export(args: TrainArgs, trained: Any) -> None:
-    """Write ``trained`` to ``--out/policy`` as ``--export`` says and print where."""
-    from learners.llm.export import export_policy
-
-    path = export_policy(trained, os.path.join(args.out, "policy"), args.export == "merged")
-    print(f"policy exported ({args.export}) to {path}")
-
-
-def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> int:
-    """Parse ``argv``, then build the envs and the policy, warm-start, train, report and export
-    (the steps of ``examples/train_llm.py``); returns 0."""
-    from learners.llm.distributed import Distributed
+def train(
+    args: TrainArgs, envs: Any, policy: Any, model_dir: str, dist: Any
+) -> tuple[list[dict[str, float]], dict[str, list[str]], Any]:
+    """Train ``policy`` on the credited groups of ``envs`` with the learner's
+    :class:`~learners.llm.trainer.Trainer` (evaluating on plain envs, checkpointing in ``--out``;
+    ``--resume`` continues its checkpoint). Returns the metric rows, the evaluated splits (name ->
+    task ids) and the trained policy to export (``None`` with ``--export none``; under FSDP
+    gathered from every rank)."""
     from learners.llm.trainer import Trainer
 
-    args = parse_args(argv, prog)
-    dist = Distributed.from_env()  # under torchrun: this rank's place; else one process
-    envs = make_envs(args)
-    policy, model_dir = make_policy(args, dist, prog)
-    if args.format_warm_start and dist.is_main:  # the trainer gives rank 0's weights to every rank
-        warm_start(args, policy)
     trainer = Trainer(
         args.config,
         policy,
@@ -434,13 +425,43 @@ def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> in
     if args.resume:
         trainer.load_checkpoint()
     rows = trainer.train()
-    trained = trainer.full_policy() if args.export != "none" else None  # gathered under FSDP
+    trained = trainer.full_policy() if args.export != "none" else None
     trainer.close()
+    return rows, trainer.eval_splits, trained
+
+
+def report(
+    args: TrainArgs,
+    rows: Sequence[Mapping[str, float]],
+    splits: Mapping[str, Sequence[str]],
+    trained: Any,
+) -> None:
+    """Print :func:`report_lines` and where the curve and episodes are; export ``trained`` to
+    ``--out/policy`` (an HF model directory with any LoRA merged, or the adapter alone) unless it
+    is ``None``."""
+    for line in report_lines(rows, splits, args.config.eval_modes):
+        print(line)
+    print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
+    if trained is not None:
+        from learners.llm.export import export_policy
+
+        path = export_policy(trained, os.path.join(args.out, "policy"), args.export == "merged")
+        print(f"policy exported ({args.export}) to {path}")
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> int:
+    """Parse ``argv``, then build the envs and the policy, warm-start, train, report and export
+    (the steps of ``examples/train_llm.py``); returns 0."""
+    from learners.llm.distributed import Distributed
+
+    args = parse_args(argv, prog)
+    dist = Distributed.from_env()  # under torchrun: this rank's place; else one process
+    envs = make_envs(args)
+    policy, model_dir = make_policy(args, dist, prog)
+    if args.format_warm_start and dist.is_main:  # the trainer gives rank 0's weights to every rank
+        warm_start(args, policy)
+    rows, splits, trained = train(args, envs, policy, model_dir, dist)
     dist.destroy()
     if dist.is_main:  # rank 0 reports and exports
-        for line in report_lines(rows, trainer.eval_splits, args.config.eval_modes):
-            print(line)
-        print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
-        if trained is not None:
-            export(args, trained)
+        report(args, rows, splits, trained)
     return 0
