@@ -110,7 +110,23 @@ FLAG_NAMES = {"prompt_style": "prompt", "torch_threads": "threads"}
 #: registers its methods when imported).
 PLUGIN_GROUP = "agentenvs.credit_methods"
 
-_JSON = tyro.conf.arg(constructor=json.loads, metavar="JSON")
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The JSON object ``text`` (a flag's value); anything else raises ValueError."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object like '{{\"key\": 1}}', got {text!r}")
+    return value
+
+
+#: A flag that reads a JSON object (``None`` for an optional one).
+_JSON = PrimitiveConstructorSpec(
+    nargs=1,
+    metavar="JSON",
+    instance_from_str=lambda words: _json_object(words[0]),
+    is_instance=lambda value: value is None or isinstance(value, dict),
+    str_from_instance=lambda value: [json.dumps(value)],
+)
 
 
 def _comma_tuple(optional: bool) -> PrimitiveConstructorSpec:
