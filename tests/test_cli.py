@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import signal
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+
+import pytest
 
 from agentenvs.cli.main import main
 from agentenvs.core import Step, Trajectory
@@ -209,4 +212,82 @@ def test_python_dash_m_cli_help():
         "play",
         "view",
         "bench",
+        "train",
     ]
+
+
+#: Every flag spelling the README and docs use with ``examples/train_llm.py`` / ``agentenvs train``.
+README_FLAGS = [
+    "--env", "agentenvs/Sokoban-v0", "--credit", "gigpo", "--rollout", "sequential",
+    "--vectorization", "async", "--ray-address", "auto", "--state-keys", "none",
+    "--credit-config", '{"gamma": 0.5}', "--groups", "3", "--group-size", "2", "--model", "tiny",
+    "--format-warm-start", "5", "--backend", "vllm", "--lora", "--lora-rank", "4",
+    "--prompt", "reference", "--env-kwargs", '{"max_solution_steps": 2}', "--max-steps", "2",
+    "--eval-modes", "greedy", "--eval-splits", "test_seen,test_unseen", "--eval-envs", "4",
+    "--export", "adapter", "--iterations", "2", "--lr", "1e-4", "--kl-coef", "0.1",
+    "--ppo-epochs", "2", "--mini-batches", "2", "--micro-batch-size", "4",
+    "--micro-batch-tokens", "512", "--clip-ratio-c", "2.5", "--loss-agg-mode",
+    "seq-mean-token-sum", "--max-new-tokens", "9", "--temperature", "0.5", "--history-length",
+    "3", "--eval-tasks", "2", "--eval-every", "1", "--seed", "3", "--threads", "1",
+    "--no-stop-at-action-end", "--mask-truncated", "--weight-dtype", "bfloat16",
+    "--gradient-checkpointing", "--vllm-sleep", "--parallel", "fsdp", "--store", "none",
+    "--store-extras", "--out", "runs/x", "--resume",
+]  # fmt: skip
+
+
+def test_train_flags_keep_their_spellings_and_come_from_train_config():
+    cli = pytest.importorskip("learners.llm.cli")
+    args = cli.parse_args(README_FLAGS)
+    config = args.config
+    assert (args.rollout, args.groups, args.group_size, args.max_steps) == ("sequential", 3, 2, 2)
+    assert (args.vectorization, args.ray_address, args.state_keys) == ("async", "auto", "none")
+    assert args.credit_config.gamma == 0.5 and args.env_kwargs == {"max_solution_steps": 2}
+    assert (args.format_warm_start, args.export, args.out, args.resume) == (
+        5,
+        "adapter",
+        "runs/x",
+        True,
+    )
+    assert (config.prompt_style, config.torch_threads, config.lora_rank) == ("reference", 1, 4)
+    assert config.eval_modes == ("greedy",) and config.eval_splits == ("test_seen", "test_unseen")
+    assert (config.iterations, config.lr, config.kl_coef, config.clip_ratio_c) == (
+        2,
+        1e-4,
+        0.1,
+        2.5,
+    )
+    assert not config.stop_at_action_end and config.mask_truncated and config.store_extras
+    assert (config.backend, config.parallel, config.weight_dtype) == ("vllm", "fsdp", "bfloat16")
+    assert cli.parse_args(["--lora-rank", "4"]).config.lora_rank == 0  # a rank needs --lora
+    assert cli.parse_args(["--max-new-tokens", "None"]).config.max_new_tokens is None
+    # every TrainConfig field but lora_rank is a flag, listed with its help in --help
+    out = agentenvs("train", "--help")
+    assert out.returncode == 0 and "--kl-coef FLOAT" in out.stdout
+    names = [f.name for f in dataclasses.fields(cli.TrainConfig) if f.name != "lora_rank"]
+    for name in names:
+        flag = "--" + cli.FLAG_NAMES.get(name, name).replace("_", "-")
+        assert flag in out.stdout, flag
+
+
+def test_train_rejects_bad_values_and_unknown_field_types():
+    cli = pytest.importorskip("learners.llm.cli")
+    assert main(["train", "--iterations", "x"]) == 2
+    assert main(["train", "--backend", "tpu"]) == 2  # TrainConfig's own check
+    assert main(["train", "--credit", "nope"]) == 2
+    assert main(["train", "--export", "adapter"]) == 2  # needs --lora
+
+    @dataclasses.dataclass
+    class Config:
+        steps: int = 1
+        schedule: Trajectory | None = None  # no parser for this type: never guessed as int
+
+    with pytest.raises(TypeError, match="Config.schedule: no command-line parser"):
+        cli.config_flags(Config)
+
+
+def test_commands_but_train_never_import_the_learner():
+    code = "import sys; from agentenvs.cli.main import main; main(['list']); print(sorted(m for m in sys.modules if m.split('.')[0] in ('learners', 'torch', 'tyro')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "[]", out.stderr

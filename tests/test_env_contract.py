@@ -3,7 +3,6 @@ an env or a credit method of their own misses part of the contract (docs/custom-
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -229,13 +228,6 @@ def test_the_generic_prompt_shows_the_task():
 
 
 # -- user extensions on the flagship script -----------------------------------------------------------
-def _train_llm():
-    spec = importlib.util.spec_from_file_location("train_llm", ROOT / "examples" / "train_llm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 USER_MODULE = """
 import dataclasses, gymnasium, numpy as np
 from wrappers import register_method
@@ -256,11 +248,10 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)  # --import searches the current directory
     monkeypatch.syspath_prepend(str(ROOT))
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
-    train_llm = _train_llm()
-    argv = ["train_llm.py", "--import", "my_credit", "--credit", "mine", "--max-steps", "2"]
-    monkeypatch.setattr(sys, "argv", [*argv, "--credit-config", '{"value": 2.0}'])
+    parse_args = pytest.importorskip("learners.llm.cli").parse_args
+    argv = ["--import", "my_credit", "--credit", "mine", "--max-steps", "2"]
     try:
-        args = train_llm.parse_args()
+        args = parse_args([*argv, "--credit-config", '{"value": 2.0}'])
         assert args.imports == ["my_credit"] and args.credit_config.value == 2.0
         # Gymnasium's module:Id syntax imports the module, which registers the id
         env = gym.make("my_credit:user_envs/Counter-v0", max_steps=2)
@@ -269,9 +260,8 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
         unregister_method("mine")
         gym.registry.pop("user_envs/Counter-v0", None)
         sys.modules.pop("my_credit", None)
-    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--import", "no_such_module_xyz"])
     with pytest.raises(SystemExit):
-        train_llm.parse_args()
+        parse_args(["--import", "no_such_module_xyz"])
     assert "--import no_such_module_xyz: No module named" in capsys.readouterr().err
     # an installed package's entry point (a real .dist-info on sys.path) is imported the same way
     plugin = tmp_path / "plugin"
@@ -284,9 +274,8 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
         textwrap.dedent(USER_MODULE.format(entry="tests.test_env_contract:Counter"))
     )
     monkeypatch.syspath_prepend(str(plugin))
-    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--credit", "mine"])
     try:
-        assert train_llm.parse_args().credit == "mine"
+        assert parse_args(["--credit", "mine"]).credit == "mine"
     finally:
         unregister_method("mine")
         gym.registry.pop("user_envs/Counter-v0", None)

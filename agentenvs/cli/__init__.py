@@ -8,11 +8,14 @@ This package holds:
 * :mod:`agentenvs.cli.listing` - ``agentenvs list``: the registered env ids and credit methods.
 * :mod:`agentenvs.cli.play` - ``agentenvs play ENV_ID``: a person plays an env in the terminal.
 * :mod:`agentenvs.cli.bench` - ``agentenvs bench``: random-walk throughput of grouped vector envs.
+* :mod:`agentenvs.cli.train` - ``agentenvs train``: the LLM learner's main job (its flags and run
+  are :mod:`learners.llm.cli`).
 * :mod:`agentenvs.cli.errors` - :class:`~agentenvs.cli.errors.CLIError` (exit status 2) and the
   checked env construction the subcommands share.
 
 ``agentenvs view RUN_DIR`` is :mod:`agentenvs.viewer` (the HTML credit viewer). Layering: the
-command imports agentenvs, wrappers and the viewer, never learners; nothing imports it.
+command imports agentenvs, wrappers and the viewer; learners only inside ``agentenvs train``'s
+run (never at import); nothing imports it.
 """
 
 from agentenvs.layout import require_package

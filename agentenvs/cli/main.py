@@ -9,7 +9,11 @@ command    module              what
 ``play``   :mod:`agentenvs.cli.play`     a person plays an env in the terminal
 ``view``   :mod:`agentenvs.cli.view`     the HTML credit viewer of a run directory
 ``bench``  :mod:`agentenvs.cli.bench`    random-walk throughput of grouped vector envs
+``train``  :mod:`agentenvs.cli.train`    an LLM agent trained on credit-wrapped envs
 =========  ==================  ====================================================
+
+A subcommand whose parser sets the default ``passthrough=True`` (``train``) parses its own
+arguments: everything after its name reaches its ``run`` as ``args.argv``.
 
 Exit status: 0 on success; 2 for a usage error (bad arguments, an unknown env id, a directory
 that is not a run), with a one-line message on stderr instead of a traceback; 130 on Ctrl-C; 1
@@ -30,7 +34,7 @@ from types import ModuleType
 
 import gymnasium as gym
 
-from agentenvs.cli import bench, listing, play, view
+from agentenvs.cli import bench, listing, play, train, view
 from agentenvs.cli.errors import CLIError
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
@@ -41,6 +45,7 @@ SUBCOMMANDS: dict[str, ModuleType] = {
     "play": play,
     "view": view,
     "bench": bench,
+    "train": train,
 }
 
 
@@ -48,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of ``agentenvs`` with every subcommand of :data:`SUBCOMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="agentenvs",
-        description="Gymnasium envs and credit assignment for LLM agents: list, play, view, bench.",
+        description="Gymnasium envs and credit assignment for LLM agents: list, play, view, bench, "
+        "train.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in SUBCOMMANDS.values():
@@ -60,9 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``agentenvs`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, rest = parser.parse_known_args(argv)
+        if rest and not getattr(args, "passthrough", False):
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
     except SystemExit as exc:  # --help (0) or a usage error (2): argparse printed the message
         return int(exc.code or 0)
+    args.argv = rest
     try:
         return SUBCOMMANDS[args.command].run(args)
     except (CLIError, gym.error.Error, ValueError) as exc:

@@ -1,0 +1,483 @@
+"""``agentenvs train``: the LLM learner's command line, its flags generated from :class:`TrainConfig`.
+
+This module holds :class:`TrainArgs` (the flags that are not ``TrainConfig`` fields: env, credit,
+groups, model, outputs), :data:`RECIPES` (the main job's per-model defaults), :data:`FLAG_NAMES`,
+:func:`import_user_modules`, :func:`parse_args`, the run's steps (:func:`make_envs`,
+:func:`make_eval_envs`, :func:`make_policy`, :func:`warm_start`, :func:`train`,
+:func:`report_lines`, :func:`report`) and :func:`main`, which runs them in order (``examples/train_llm.py`` writes the
+same steps out as a script to read and copy).
+
+Every ``TrainConfig`` field is a flag of the same name with dashes (``kl_coef`` -> ``--kl-coef``,
+a bool ``--x`` / ``--no-x``, ``None`` for an optional value), its type and help text read from the
+dataclass by `tyro <https://brentyi.github.io/tyro/>`_; :data:`FLAG_NAMES` keeps the two older
+spellings (``--prompt``, ``--threads``), ``--eval-modes`` / ``--eval-splits`` take comma-separated
+names and ``lora_rank`` comes from ``--lora`` / ``--lora-rank``. A field whose type tyro cannot
+parse raises :class:`TypeError` when the parser is built (it is never guessed).
+
+>>> args = parse_args(["--iterations", "2", "--prompt", "reference", "--eval-modes", "greedy"])
+>>> args.config.iterations, args.config.prompt_style, args.config.eval_modes, args.groups
+(2, 'reference', ('greedy',), 8)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import importlib
+import importlib.metadata
+import json
+import os
+import sys
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+import gymnasium as gym
+import tyro
+from tyro.constructors import (
+    ConstructorRegistry,
+    PrimitiveConstructorSpec,
+    PrimitiveTypeInfo,
+    UnsupportedTypeAnnotationError,
+)
+
+import agentenvs
+from learners.llm.config import TrainConfig
+from learners.llm.metrics import eval_label
+from wrappers import METHODS, CreditWrapper, VectorCreditWrapper, make_config
+
+__all__ = [
+    "MAIN_JOB_ENV",
+    "RECIPES",
+    "FLAG_NAMES",
+    "ConfigFlags",
+    "config_flags",
+    "PLUGIN_GROUP",
+    "TrainArgs",
+    "import_user_modules",
+    "parse_args",
+    "make_envs",
+    "make_eval_envs",
+    "make_policy",
+    "warm_start",
+    "train",
+    "report_lines",
+    "report",
+    "main",
+]
+
+#: The main job's env; with it, ``--model tiny`` / ``smollm2`` get the recipe below.
+MAIN_JOB_ENV = "agentenvs/Sokoban-v0"
+
+#: Per-model recipes on the main job's env: defaults of the flags they name (any flag overrides
+#: them; keys are :class:`TrainArgs` or ``TrainConfig`` fields). Sokoban rooms solvable in one
+#: push (the env's curriculum option). ``tiny`` (the main job, a randomly initialised model): a
+#: format-only warm start (uniformly random moves in the env's syntax), then RL on one-step
+#: episodes picks the moves. ``smollm2``: LoRA on two-step episodes at temperature 0.7 (measured in
+#: the README: it does not reach a significant gain in 15 minutes on 2 cores).
+RECIPES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "env_kwargs": {"max_solution_steps": 1, "max_steps": 1},
+        "format_warm_start": 200,
+        "groups": 8,
+        "group_size": 8,
+        "iterations": 20,
+        "lr": 1e-3,
+        "kl_coef": 0.0,
+        "max_new_tokens": 12,
+    },
+    "smollm2": {
+        "env_kwargs": {"max_solution_steps": 1, "max_steps": 2},
+        "groups": 4,
+        "group_size": 8,
+        "iterations": 8,
+        "lora": True,
+        "lr": 1e-4,
+        "temperature": 0.7,
+        "kl_coef": 0.0,
+        "ppo_epochs": 2,
+        "mini_batches": 2,
+        "micro_batch_size": 16,
+    },
+}
+
+#: ``TrainConfig`` fields whose flag is not the field's name (the spellings the script always had).
+FLAG_NAMES = {"prompt_style": "prompt", "torch_threads": "threads"}
+
+#: The entry-point group of installed packages' credit methods (each entry names a module, which
+#: registers its methods when imported).
+PLUGIN_GROUP = "agentenvs.credit_methods"
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The JSON object ``text`` (a flag's value); anything else raises ValueError."""
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object like '{{\"key\": 1}}', got {text!r}")
+    return value
+
+
+#: A flag that reads a JSON object (``None`` for an optional one).
+_JSON = PrimitiveConstructorSpec(
+    nargs=1,
+    metavar="JSON",
+    instance_from_str=lambda words: _json_object(words[0]),
+    is_instance=lambda value: value is None or isinstance(value, dict),
+    str_from_instance=lambda value: [json.dumps(value)],
+)
+
+
+def _comma_tuple(optional: bool) -> PrimitiveConstructorSpec:
+    """A flag that reads ``a,b`` as ``("a", "b")`` (and ``None`` as None when ``optional``)."""
+    return PrimitiveConstructorSpec(
+        nargs=1,
+        metavar="A,B" + ("|None" if optional else ""),
+        instance_from_str=lambda words: (
+            None if optional and words[0] == "None" else tuple(s for s in words[0].split(",") if s)
+        ),
+        is_instance=lambda value: isinstance(value, tuple) or (optional and value is None),
+        str_from_instance=lambda value: ["None" if value is None else ",".join(value)],
+    )
+
+
+def config_flags(config_class: type = TrainConfig) -> type:
+    """``config_class`` (a dataclass) with its fields annotated for tyro: a subclass with the
+    same fields, where :data:`FLAG_NAMES` rename flags, ``eval_modes`` / ``eval_splits`` read
+    comma-separated names and ``lora_rank`` is hidden.
+
+    Raises:
+        TypeError: a field whose type tyro cannot parse from text (nothing is guessed).
+    """
+    hints = typing.get_type_hints(config_class)
+    markers: dict[str, Any] = {name: tyro.conf.arg(name=flag) for name, flag in FLAG_NAMES.items()}
+    markers |= {"eval_modes": _comma_tuple(False), "eval_splits": _comma_tuple(True)}
+    markers["lora_rank"] = tyro.conf.Suppress  # --lora / --lora-rank
+    for name, hint in hints.items():
+        spec = ConstructorRegistry.get_primitive_spec(PrimitiveTypeInfo.make(hint, set()))
+        if name not in markers and isinstance(spec, UnsupportedTypeAnnotationError):
+            raise TypeError(
+                f"{config_class.__name__}.{name}: no command-line parser for {hint}; give it a "
+                "constructor in learners/llm/cli.py"
+            )
+    defaults = config_class()
+    specs = [
+        (name, Annotated[hints[name], marker], field(default=getattr(defaults, name)))
+        for name, marker in markers.items()
+        if name in hints
+    ]
+    return dataclasses.make_dataclass(config_class.__name__, specs, bases=(config_class,))
+
+
+#: ``TrainConfig`` as the flags see it (:func:`config_flags`).
+ConfigFlags = config_flags()
+
+
+@dataclass
+class TrainArgs:
+    """Train an LLM agent with multi-turn PPO on per-step advantages from a credit wrapper.
+
+    The flags besides TrainConfig's (``config``, whose fields follow).
+
+    Attributes:
+        imports: import MODULE first (repeatable; the current directory is searched): a module
+            that registers a credit method or an env makes it a --credit / --env choice.
+        env: registered env id, or 'module:Id' (Gymnasium imports module, which registers Id).
+        env_kwargs: JSON options for gym.make (default: the model's recipe on the main job's env,
+            {} otherwise).
+        max_steps: env step budget, passed as gym.make(..., max_steps=N): the env must take a
+            max_steps argument (default: the env's budget).
+        credit: credit method: a registered name or alias (agentenvs list shows them).
+        state_keys: none: let a state-matching method (gigpo, graphgpo, rtmc) run on an env
+            without info['state_key'] (it then gives GRPO's advantages, with a warning); default:
+            an error.
+        credit_config: JSON options of the credit method's config, e.g. '{"lam": 0.4}' (default:
+            its defaults); parse_args replaces them by the built config object.
+        judge: the model a model-based credit method consults (its config's judge option):
+            'oracle', a local HF model directory or an OpenAI-compatible http(s) URL.
+        groups: tasks (credited groups) per iteration.
+        group_size: rollouts per task.
+        rollout: parallel: a group's members play at once (a grouped vector env); sequential: one
+            env per group plays its members one after another.
+        vectorization: parallel rollout's sub-envs: in this process, in subprocesses, or in Ray
+            actors.
+        ray_address: with --vectorization ray: the cluster to join ('auto', 'ray://host:10001';
+            default: a local Ray instance).
+        model: 'tiny', 'smollm2' or a local HF model dir.
+        format_warm_start: supervised steps teaching the env's action syntax with uniformly random
+            admissible actions before RL (learners/llm/warm_start.py; the tiny recipe: 200).
+        lora: train a LoRA adapter (peft) only.
+        lora_rank: the adapter's rank with --lora.
+        out: the run directory (metrics, checkpoint, trajectories, exported policy).
+        resume: continue from --out/checkpoint.pt.
+        export: write the trained policy to --out/policy: merged (an HF model dir, LoRA merged
+            in), adapter (the LoRA adapter alone; needs --lora) or none.
+        eval_envs: plain envs that play the test tasks at once (fewer for heavy envs).
+        config: the learner's configuration, every field a flag (parse_args makes it a plain
+            TrainConfig).
+    """
+
+    imports: Annotated[list[str], tyro.conf.arg(name="import"), tyro.conf.UseAppendAction] = field(
+        default_factory=list
+    )
+    env: str = MAIN_JOB_ENV
+    env_kwargs: Annotated[dict[str, Any] | None, _JSON] = None
+    max_steps: int | None = None
+    credit: str = "graph"
+    state_keys: Literal["required", "none"] = "required"
+    credit_config: Annotated[Any, _JSON] = field(default_factory=dict)
+    judge: str | None = None
+    groups: int = 2
+    group_size: int = 4
+    rollout: Literal["parallel", "sequential"] = "parallel"
+    vectorization: Literal["sync", "async", "ray"] = "sync"
+    ray_address: str | None = None
+    model: str = "tiny"
+    format_warm_start: int = 0
+    lora: bool = False
+    lora_rank: int = 16
+    out: str = "runs/train_llm"
+    resume: bool = False
+    export: Literal["merged", "adapter", "none"] = "merged"
+    eval_envs: int = 64
+    config: Annotated[ConfigFlags, tyro.conf.OmitArgPrefixes] = field(default_factory=ConfigFlags)
+
+
+def import_user_modules(argv: Sequence[str]) -> list[str]:
+    """Import the modules of installed packages' :data:`PLUGIN_GROUP` entry points, then every
+    ``--import MODULE`` of ``argv``, in order, before the other options are checked: a module that
+    calls ``wrappers.register_method`` or ``gymnasium.register`` makes its credit method a
+    ``--credit`` choice and its env a valid ``--env``. The current directory is searched too.
+    Returns the module names."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--import", dest="imports", action="append", default=[])
+    plugins = [ep.module for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP)]
+    names = plugins + pre.parse_known_args(argv)[0].imports
+    if names and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            pre.error(f"--import {name}: {error}")
+    return names
+
+
+def _defaults(argv: Sequence[str]) -> TrainArgs:
+    """The flags' defaults: the recipe of ``--model`` on the main job's env, else the fields'."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--env", default=MAIN_JOB_ENV)
+    pre.add_argument("--model", default="tiny")
+    first = pre.parse_known_args(argv)[0]
+    recipe = RECIPES.get(first.model, {}) if first.env == MAIN_JOB_ENV else {}
+    names = {f.name for f in dataclasses.fields(TrainArgs)}
+    config = ConfigFlags(**{k: v for k, v in recipe.items() if k not in names})
+    return TrainArgs(**{k: v for k, v in recipe.items() if k in names}, config=config)
+
+
+def _error(prog: str, message: str) -> typing.NoReturn:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> TrainArgs:
+    """The flags of ``argv`` (default ``sys.argv[1:]``) after :func:`import_user_modules`;
+    ``config`` is a plain :class:`TrainConfig` (``lora_rank`` 0 without ``--lora``) and
+    ``credit_config`` the built credit config. A usage error prints one line and exits with 2;
+    ``--help`` lists every flag with its default."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    import_user_modules(argv)
+    args = tyro.cli(TrainArgs, args=argv, default=_defaults(argv), prog=prog)
+    values = {f.name: getattr(args.config, f.name) for f in dataclasses.fields(TrainConfig)}
+    args.config = TrainConfig(**{**values, "lora_rank": args.lora_rank if args.lora else 0})
+    if args.credit not in METHODS:
+        _error(prog, f"--credit {args.credit!r}: not a registered method ({', '.join(METHODS)})")
+    if args.export == "adapter" and not args.lora:
+        _error(prog, "--export adapter needs --lora")
+    options = {**args.credit_config, **({} if args.judge is None else {"judge": args.judge})}
+    try:
+        args.credit_config = make_config(args.credit, **options)
+    except (TypeError, ValueError) as error:
+        _error(prog, f"--credit {args.credit}: {error}")
+    return args
+
+
+def _env_kwargs(args: TrainArgs) -> dict[str, Any]:
+    return {
+        **(args.env_kwargs or {}),
+        **({} if args.max_steps is None else {"max_steps": args.max_steps}),
+    }
+
+
+def make_envs(args: TrainArgs) -> VectorCreditWrapper | list[typing.Callable[[], gym.Env]]:
+    """The training envs, each wrapped in the ``--credit`` wrapper: a grouped vector env under
+    :class:`VectorCreditWrapper` (``--rollout parallel``) or one factory per group."""
+    if args.rollout == "sequential":
+        # --credit graph: GraphCreditWrapper (a method registered without a class: CreditWrapper)
+        wrapper = METHODS[args.credit].wrapper or functools.partial(
+            CreditWrapper, method=args.credit
+        )
+
+        def make_env() -> gym.Env:  # every env shares the one config (and any model it holds)
+            env = gym.make(args.env, **_env_kwargs(args))
+            return wrapper(
+                env,
+                group_size=args.group_size,
+                config=args.credit_config,
+                state_keys=args.state_keys,
+            )
+
+        return [make_env] * args.groups
+    vector_kwargs = {"address": args.ray_address} if args.vectorization == "ray" else None
+    grouped = agentenvs.make_group_vec_env(
+        args.env,
+        args.groups,
+        args.group_size,
+        args.vectorization,
+        vector_kwargs=vector_kwargs,
+        **_env_kwargs(args),
+    )
+    return VectorCreditWrapper(grouped, args.credit, args.credit_config, state_keys=args.state_keys)
+
+
+def make_eval_envs(args: TrainArgs) -> list[typing.Callable[[], gym.Env]]:
+    """Factories of the plain (uncredited) envs that play the test tasks, ``--eval-envs`` at most."""
+    env_kwargs = _env_kwargs(args)
+    return [lambda: gym.make(args.env, **env_kwargs)] * max(
+        1, min(args.eval_envs, args.config.eval_tasks)
+    )
+
+
+def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
+    """The policy of ``--model`` (a local HF directory; ``tiny`` and ``smollm2`` are built offline
+    once, on rank 0) on this rank's device, and its directory. A missing model exits with one line
+    naming ``prog``."""
+    import torch
+
+    from learners.llm.models import resolve_model
+    from learners.llm.policy import load_policy
+    from learners.llm.precision import DTYPES
+
+    try:
+        model_dir = resolve_model(args.model) if dist.is_main else None
+        dist.barrier()
+        model_dir = model_dir or resolve_model(args.model)
+    except FileNotFoundError as error:  # e.g. --model smollm2 without its wheel: say how, no trace
+        raise SystemExit(f"{prog}: {error}") from None
+    device = dist.device if dist.enabled else "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = DTYPES[args.config.weight_dtype]
+    policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=args.config.lora_rank)
+    if dist.is_main:
+        print(
+            f"model {model_dir} on {device}; env {args.env} {_env_kwargs(args)}; credit {args.credit}"
+        )
+    return policy, str(model_dir)
+
+
+def warm_start(args: TrainArgs, policy: Any) -> None:
+    """``--format-warm-start`` supervised steps on uniformly random admissible actions of the
+    env's train tasks (the env's action syntax only); prints the loss."""
+    from learners.llm.warm_start import format_warm_start
+
+    env = gym.make(args.env, **_env_kwargs(args))
+    tasks = env.unwrapped.tasks.ids("train")
+    losses = format_warm_start(
+        policy, env, tasks, steps=args.format_warm_start, seed=args.config.seed
+    )
+    env.close()
+    print(f"format warm start: {len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+
+
+def report_lines(
+    rows: Sequence[Mapping[str, float]], splits: Mapping[str, Sequence[str]], modes: Sequence[str]
+) -> list[str]:
+    """One line per evaluated split (name -> task ids) and decoding mode with an evaluation in
+    ``rows`` (the trainer's metric rows): success at the first and last evaluation, the paired gain
+    with its 95% interval when logged, and the valid-action rate."""
+    lines = []
+    for split, tasks in splits.items():
+        for mode in modes:
+            key = f"eval/{eval_label(split, mode)}/"
+            evals = [r for r in rows if key + "success_rate" in r]
+            if not evals:
+                continue
+            first, last = evals[0], evals[-1]
+            gain = ""
+            if key + "success_gain" in last:
+                gain = (
+                    f", gain {last[key + 'success_gain']:+.3f} (95% interval "
+                    f"{last[key + 'success_gain_low']:+.3f} to "
+                    f"{last[key + 'success_gain_high']:+.3f})"
+                )
+            lines.append(
+                f"{split} success ({mode}, {len(tasks)} tasks): "
+                f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}{gain}; "
+                f"valid actions {first[key + 'valid_action_rate']:.3f} -> "
+                f"{last[key + 'valid_action_rate']:.3f}"
+            )
+    return lines
+
+
+def train(
+    args: TrainArgs, envs: Any, policy: Any, model_dir: str, dist: Any
+) -> tuple[list[dict[str, float]], dict[str, list[str]], Any]:
+    """Train ``policy`` on the credited groups of ``envs`` with the learner's
+    :class:`~learners.llm.trainer.Trainer` (evaluating on plain envs, checkpointing in ``--out``;
+    ``--resume`` continues its checkpoint). Returns the metric rows, the evaluated splits (name ->
+    task ids) and the trained policy to export (``None`` with ``--export none``; under FSDP
+    gathered from every rank)."""
+    from learners.llm.trainer import Trainer
+
+    trainer = Trainer(
+        args.config,
+        policy,
+        args.out,
+        envs,
+        eval_envs=make_eval_envs(args),
+        model_path=model_dir,
+        distributed=dist,
+    )
+    if args.resume:
+        trainer.load_checkpoint()
+    rows = trainer.train()
+    trained = trainer.full_policy() if args.export != "none" else None
+    trainer.close()
+    return rows, trainer.eval_splits, trained
+
+
+def report(
+    args: TrainArgs,
+    rows: Sequence[Mapping[str, float]],
+    splits: Mapping[str, Sequence[str]],
+    trained: Any,
+) -> None:
+    """Print :func:`report_lines` and where the curve and episodes are; export ``trained`` to
+    ``--out/policy`` (an HF model directory with any LoRA merged, or the adapter alone) unless it
+    is ``None``."""
+    for line in report_lines(rows, splits, args.config.eval_modes):
+        print(line)
+    print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
+    if trained is not None:
+        from learners.llm.export import export_policy
+
+        path = export_policy(trained, os.path.join(args.out, "policy"), args.export == "merged")
+        print(f"policy exported ({args.export}) to {path}")
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> int:
+    """Parse ``argv``, then build the envs and the policy, warm-start, train, report and export
+    (the steps of ``examples/train_llm.py``); returns 0."""
+    from learners.llm.distributed import Distributed
+
+    args = parse_args(argv, prog)
+    dist = Distributed.from_env()  # under torchrun: this rank's place; else one process
+    envs = make_envs(args)
+    policy, model_dir = make_policy(args, dist, prog)
+    if args.format_warm_start and dist.is_main:  # the trainer gives rank 0's weights to every rank
+        warm_start(args, policy)
+    rows, splits, trained = train(args, envs, policy, model_dir, dist)
+    dist.destroy()
+    if dist.is_main:  # rank 0 reports and exports
+        report(args, rows, splits, trained)
+    return 0
