@@ -117,6 +117,7 @@ def build_generator(
             sleep=config.vllm_sleep,
             max_lora_rank=config.vllm_max_lora_rank,
             seed=config.seed,
+            dtype=config.weight_dtype,  # the engine's log-probs are then the trainer's
         )
     return HFGenerator(
         policy,
