@@ -237,8 +237,17 @@ def parse_args() -> argparse.Namespace:
         "--format-warm-start",
         type=int,
         default=0,
-        help="supervised steps teaching the env's action syntax with uniformly random admissible "
-        "actions before RL (learners/llm/warm_start.py; default 0, the tiny recipe: 200)",
+        help="supervised steps teaching the env's action syntax: uniformly random admissible "
+        "actions at the states of random walks, every turn, with the prompts the learner shows "
+        "(learners/llm/warm_start.py; default 0, the tiny recipe: 200)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="tqdm progress bars on stderr: warm start (states, steps), every rollout and "
+        "evaluation (episodes done / total, ETA) and the iterations; --no-progress: none "
+        "(stdout's report is the same either way)",
     )
     p.add_argument("--lora", action="store_true", help="train a LoRA adapter (peft) only")
     p.add_argument("--lora-rank", type=int, default=16)
@@ -395,14 +404,23 @@ def main() -> None:
     policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=config.lora_rank)
     if dist.is_main:
         print(f"model {model_dir} on {device}; env {args.env} {env_kwargs}; credit {args.credit}")
-    # the env's action syntax only: uniformly random admissible actions (on rank 0, whose weights
-    # the trainer gives every rank)
+    # the env's action syntax only: uniformly random admissible actions at the states of random
+    # walks, every turn, with the learner's prompts (on rank 0, whose weights the trainer gives
+    # every rank)
     if args.format_warm_start and dist.is_main:
         from learners.llm.warm_start import format_warm_start
 
         env = gym.make(args.env, **env_kwargs)
-        tasks = env.unwrapped.tasks.ids("train")
-        losses = format_warm_start(policy, env, tasks, steps=args.format_warm_start, seed=args.seed)
+        losses = format_warm_start(
+            policy,
+            env,
+            env.unwrapped.tasks.ids("train"),
+            steps=args.format_warm_start,
+            prompt_style=config.prompt_style,
+            history_length=config.history_length,
+            seed=args.seed,
+            progress=args.progress,
+        )
         env.close()
         print(f"format warm start: {len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}")
 
@@ -418,6 +436,7 @@ def main() -> None:
         envs,
         eval_envs=eval_envs,
         model_path=str(model_dir),
+        progress=args.progress,
         distributed=dist,
     )
     if args.resume:

@@ -109,6 +109,7 @@ from learners.llm.rollout import (
     block_size,
     collect_parallel,
     collect_sequential,
+    group_size_of,
     play_episodes,
     prompts_of,
 )
@@ -216,7 +217,8 @@ class Trainer:
             (``env.unwrapped``) of ``envs`` (of a synchronous vector env's sub-envs).
         model_path: the model's HF directory (needed by the vLLM backend only).
         tensorboard: also log to ``out_dir/tensorboard``.
-        progress: show a tqdm bar.
+        progress: show tqdm bars on stderr (rank 0 only): iterations, and the episodes done /
+            total with an ETA of every rollout and every evaluation (per split and decoding).
         distributed: this process's place in a ``torchrun`` job; default
             :meth:`Distributed.from_env() <learners.llm.distributed.Distributed.from_env>` (world
             size 1 outside ``torchrun``). Under world size > 1 every rank builds its own trainer
@@ -471,10 +473,18 @@ class Trainer:
         Under world size ``W`` every rank takes the cursor's next ``W x groups`` ids and plays
         its contiguous share (rank ``r``: ids ``[r groups, (r + 1) groups)``)."""
         tasks = self.dist.shard(self.cursor.take(self.num_groups * self.dist.world_size))
+        if self.vector_env is not None:
+            episodes = self.vector_env.num_envs
+        else:
+            episodes = sum(group_size_of(env) for env in self.envs)
+        bar = self._episode_bar(episodes, f"rollout {self.iteration + 1}")
         sample = Sampler(
-            self.policy, self.generator, stop_at_action_end=self.config.stop_at_action_end
+            self.policy,
+            self.generator,
+            stop_at_action_end=self.config.stop_at_action_end,
+            progress=bar.update,
         )
-        with self.full_weights():
+        with bar, self.full_weights():
             if self.vector_env is not None:
                 groups, dropped = collect_parallel(self.vector_env, tasks, self.prompts, sample)
             else:
@@ -825,14 +835,16 @@ class Trainer:
         envs = self.eval_envs
         cuda = [torch.cuda.current_device()] if self.policy.device.startswith("cuda") else []
         for mode in self.config.eval_modes:
+            bar = self._episode_bar(len(mine), f"eval {eval_label(split, mode)}")
             sample = Sampler(
                 self.policy,
                 self.generator,
                 greedy=mode == "greedy",
                 stop_at_action_end=self.config.stop_at_action_end,
+                progress=bar.update,
             )
             trajs = []
-            with torch.random.fork_rng(devices=cuda), self.full_weights():
+            with bar, torch.random.fork_rng(devices=cuda), self.full_weights():
                 for i in range(0, len(mine), len(envs)):
                     chunk = mine[i : i + len(envs)]
                     trajs += play_episodes(envs[: len(chunk)], chunk, self.eval_prompts, sample)
@@ -846,6 +858,14 @@ class Trainer:
             metrics.update(rollout_metrics([trajs], prefix=f"eval/{label}/"))
             metrics[f"eval/{label}/time"] = seconds
         return metrics
+
+    def _episode_bar(self, total: int, desc: str) -> Any:
+        """A tqdm bar of ``total`` episodes on stderr, removed when done; disabled (a no-op) when
+        ``progress`` is off and on ranks other than 0."""
+        from tqdm.auto import tqdm
+
+        off = not self.progress or self.logger is None
+        return tqdm(total=total, desc=desc, unit="episode", leave=False, disable=off)
 
     def success_gains(self) -> dict[str, float]:
         """Per evaluated split and decoding mode, the mean per-task change of success from the
