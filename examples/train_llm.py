@@ -34,6 +34,10 @@ step budget, prompt and response budget not given here comes from the env. Outpu
 jsonl / parquet / none; docs/store.md) and ``policy/``, the trained policy (``--export``: a plain
 HF model directory with any LoRA adapter merged in, or the LoRA adapter alone; see
 ``learners/llm/export.py``).
+
+Progress goes to stderr as tqdm bars (the warm start's states and steps, every rollout's and
+evaluation's episodes done / total with an ETA, the iterations); ``--no-progress`` turns them
+off, and stdout's report is the same either way.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ walk, then ``steps`` forward/backward passes of ``batch_size`` prompts.
 >>> states = collect_states(policy, env, env.unwrapped.tasks.ids("train"), max_states=12)
 >>> len(states), sorted({s.turn for s in states})
 (12, [1, 2, 3])
->>> losses = format_warm_start(policy, env, env.unwrapped.tasks.ids("train")[:8], steps=10)
+>>> tasks = env.unwrapped.tasks.ids("train")
+>>> losses = format_warm_start(policy, env, tasks, steps=10, max_states=32)
 >>> len(losses), losses[-1] < losses[0]
 (10, True)
 """
@@ -173,7 +174,8 @@ def format_warm_start(
     + EOS. ``progress``: tqdm bars (states, then steps with the loss) on stderr.
 
     Returns the mean negative log-likelihood per response token of each step (nats). The model is
-    left in eval mode. Raises ``ValueError`` when the env lists no admissible actions.
+    left in eval mode. Raises ``ValueError`` when the env lists no admissible actions. ``lr``:
+    at 1e-2 the tiny model's loss spikes back up (docs/learner-warm-start.md).
     """
     from tqdm.auto import tqdm
 
@@ -195,7 +197,8 @@ def format_warm_start(
     optimizer = torch.optim.AdamW(params, lr=lr)
     policy.model.train()
     losses = []
-    for _ in tqdm(range(steps), desc="warm start", unit="step", disable=not progress):
+    bar = tqdm(range(steps), desc="warm start", unit="step", disable=not progress)
+    for _ in bar:
         picks = [states[rng.randrange(len(states))] for _ in range(batch_size)]
         answers = [
             tok.encode(prompt.answer(rng.choice(s.actions)), add_special_tokens=False)
@@ -209,5 +212,6 @@ def format_warm_start(
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+        bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False)
     policy.model.eval()
     return losses
