@@ -35,6 +35,7 @@ from learners.llm.warm_start import collect_states, format_warm_start  # noqa: E
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class Walk(TextAgentEnv[str]):
@@ -83,14 +84,6 @@ def _tokenizer():
 
 def _policy(seed: int = 0) -> Policy:
     return Policy(build_tiny_model(_tokenizer(), seed=seed), _tokenizer())
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # 2 threads on 2 shared cores is many times slower than 1
-    yield
-    torch.set_num_threads(threads)
 
 
 class CountResets(gym.Wrapper):

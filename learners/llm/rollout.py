@@ -171,12 +171,12 @@ class Sampler:
         return [
             Response(
                 p.response_prefix + s.text,
-                prompt_ids,
+                ids_of_prompt,
                 s.token_ids,
                 s.logprobs,
                 s.truncated,
             )
-            for (p, *_), prompt_ids, s in zip(requests, ids, samples, strict=True)
+            for (p, *_), ids_of_prompt, s in zip(requests, ids, samples, strict=True)
         ]
 
     def episode_done(self) -> None:

@@ -36,7 +36,7 @@ walk, then ``steps`` forward/backward passes of ``batch_size`` prompts.
 >>> len(states), sorted({s.turn for s in states})
 (12, [1, 2, 3])
 >>> tasks = env.unwrapped.tasks.ids("train")
->>> losses = format_warm_start(policy, env, tasks, steps=10, max_states=32)
+>>> losses = format_warm_start(policy, env, tasks, steps=10, batch_size=4, max_states=32)
 >>> len(losses), losses[-1] < losses[0]
 (10, True)
 """
