@@ -56,8 +56,9 @@ if __name__ == "__main__":  # (subprocess envs re-import this file)
     # 2. The policy: a local HF directory (SmolLM2 and the tiny model are built offline, once).
     policy, model_dir = make_policy(args, dist, prog="train_llm.py")
 
-    # 3. The env's action syntax only: uniformly random admissible actions (on rank 0, whose weights
-    # the trainer gives every rank).
+    # 3. The env's action syntax only: uniformly random admissible actions at the states of random
+    # walks, every turn, with the learner's prompts (on rank 0, whose weights the trainer gives
+    # every rank). Progress bars go to stderr (--no-progress: none); the report is on stdout.
     if args.format_warm_start and dist.is_main:
         warm_start(args, policy)
 

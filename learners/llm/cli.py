@@ -205,8 +205,12 @@ class TrainArgs:
         ray_address: with --vectorization ray: the cluster to join ('auto', 'ray://host:10001';
             default: a local Ray instance).
         model: 'tiny', 'smollm2' or a local HF model dir.
-        format_warm_start: supervised steps teaching the env's action syntax with uniformly random
-            admissible actions before RL (learners/llm/warm_start.py; the tiny recipe: 200).
+        format_warm_start: supervised steps teaching the env's action syntax: uniformly random
+            admissible actions at the states of random walks, every turn, with the prompts the
+            learner shows (learners/llm/warm_start.py; the tiny recipe: 200).
+        progress: tqdm bars on stderr: warm start (states, steps), every rollout and evaluation
+            (episodes done / total, ETA) and the iterations; --no-progress: none (stdout's
+            report is the same either way).
         lora: train a LoRA adapter (peft) only.
         lora_rank: the adapter's rank with --lora.
         out: the run directory (metrics, checkpoint, trajectories, exported policy).
@@ -235,6 +239,7 @@ class TrainArgs:
     ray_address: str | None = None
     model: str = "tiny"
     format_warm_start: int = 0
+    progress: bool = True
     lora: bool = False
     lora_rank: int = 16
     out: str = "runs/train_llm"
@@ -376,14 +381,21 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
 
 
 def warm_start(args: TrainArgs, policy: Any) -> None:
-    """``--format-warm-start`` supervised steps on uniformly random admissible actions of the
-    env's train tasks (the env's action syntax only); prints the loss."""
+    """``--format-warm-start`` supervised steps on uniformly random admissible actions at the
+    states of random walks over the env's train tasks, every turn, with the learner's prompts (the
+    env's action syntax only); prints the loss."""
     from learners.llm.warm_start import format_warm_start
 
     env = gym.make(args.env, **_env_kwargs(args))
-    tasks = env.unwrapped.tasks.ids("train")
     losses = format_warm_start(
-        policy, env, tasks, steps=args.format_warm_start, seed=args.config.seed
+        policy,
+        env,
+        env.unwrapped.tasks.ids("train"),
+        steps=args.format_warm_start,
+        prompt_style=args.config.prompt_style,
+        history_length=args.config.history_length,
+        seed=args.config.seed,
+        progress=args.progress,
     )
     env.close()
     print(f"format warm start: {len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}")
@@ -436,6 +448,7 @@ def train(
         envs,
         eval_envs=make_eval_envs(args),
         model_path=model_dir,
+        progress=args.progress,
         distributed=dist,
     )
     if args.resume:

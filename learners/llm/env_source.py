@@ -28,6 +28,7 @@ from learners.llm.rollout import (
     block_size,
     collect_parallel,
     collect_sequential,
+    group_size_of,
     prompts_of,
 )
 
@@ -66,6 +67,10 @@ class TrainerEnvs(Protocol):
         self, tasks: Sequence[str], sample: Sampler
     ) -> tuple[list[list[Trajectory]], int]:
         """Play one group per task id; the complete credited groups and how many were dropped."""
+        ...
+
+    def episodes_per_call(self) -> int:
+        """Episodes one :meth:`play_groups` call plays (for its progress bar)."""
         ...
 
     def task_panel(self) -> TaskSplits | None:
@@ -152,6 +157,11 @@ class CreditedEnvs:
         if self.vector_env is not None:
             return collect_parallel(self.vector_env, tasks, self.prompts, sample)
         return collect_sequential(self.envs, tasks, self.prompts, sample), 0
+
+    def episodes_per_call(self) -> int:
+        if self.vector_env is not None:
+            return self.vector_env.num_envs
+        return sum(group_size_of(env) for env in self.envs)
 
     def task_panel(self) -> TaskSplits | None:
         return _task_panel(self._source)

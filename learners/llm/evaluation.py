@@ -21,7 +21,7 @@ from learners.llm.config import TrainConfig
 from learners.llm.distributed import Distributed
 from learners.llm.metrics import MetricsLogger, eval_label, paired_difference, rollout_metrics
 from learners.llm.policy import Policy
-from learners.llm.rollout import Sampler, play_episodes
+from learners.llm.rollout import Sampler, episode_bar, play_episodes
 
 __all__ = ["Evaluator", "success_gains"]
 
@@ -42,6 +42,7 @@ class Evaluator:
         eval_envs, eval_prompts: uncredited single envs and their agent prompts.
         full_weights: a context in which every rank holds the whole model (FSDP; see
             :func:`learners.llm.parallel.full_weights`).
+        progress: draw a tqdm bar of episodes per split and decoding on stderr.
     """
 
     def __init__(
@@ -53,7 +54,10 @@ class Evaluator:
         eval_envs: Sequence[gym.Env] | None,
         eval_prompts: Sequence[AgentPrompt],
         full_weights: Callable[[], contextlib.AbstractContextManager[None]],
+        *,
+        progress: bool = False,
     ) -> None:
+        self.progress = progress
         self.config = config
         self.policy = policy
         self.generator = generator
@@ -91,14 +95,16 @@ class Evaluator:
         envs = self.eval_envs
         cuda = [torch.cuda.current_device()] if self.policy.device.startswith("cuda") else []
         for mode in self.config.eval_modes:
+            bar = episode_bar(len(mine), f"eval {eval_label(split, mode)}", self.progress)
             sample = Sampler(
                 self.policy,
                 self.generator,
                 greedy=mode == "greedy",
                 stop_at_action_end=self.config.stop_at_action_end,
+                progress=bar.update,
             )
             trajs = []
-            with torch.random.fork_rng(devices=cuda), self.full_weights():
+            with bar, torch.random.fork_rng(devices=cuda), self.full_weights():
                 for i in range(0, len(mine), len(envs)):
                     chunk = mine[i : i + len(envs)]
                     trajs += play_episodes(envs[: len(chunk)], chunk, self.eval_prompts, sample)

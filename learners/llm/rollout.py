@@ -8,7 +8,10 @@ This module holds:
   credited groups.
 * :class:`Sampler` - renders each env's prompt (the env's own :class:`~agentenvs.core.AgentPrompt`),
   applies the chat template, generates all responses of a turn in one batched call that stops
-  each response after its prompt's stop string (``AgentPrompt.stop``, e.g. ``"</action>"``).
+  each response after its prompt's stop string (``AgentPrompt.stop``, e.g. ``"</action>"``);
+  an optional ``progress`` callback hears of every finished episode (a tqdm bar's ``update``).
+* :func:`prompt_ids` - the token ids of one step's prompt, as the learner shows it (chat template
+  and response prefix included).
 * :func:`prompts_of` - the env's prompt (its ``agent_prompt`` hook, or the generic prompt).
 * :func:`collect_sequential` - single credit-wrapped envs: env ``i`` plays ``tasks[i]`` until its
   wrapper hands out a credited group in ``info["credit"]`` (``group_size`` episodes in a row).
@@ -16,6 +19,9 @@ This module holds:
   plays one episode, block ``b`` on ``tasks[b]``; a group arrives in the ``info["credit"]`` of the
   sub-env whose episode completed it (Gymnasium's per-sub-env ``infos`` layout).
 * :func:`play_episodes` - evaluation: one uncredited episode per task on plain envs.
+* :func:`drive` - the loop under all three: envs play their tasks, one batched sample per turn,
+  each env's :class:`~agentenvs.core.EpisodeMemory` (its history) kept as the prompt shows it.
+* :func:`group_size_of` - the episodes a single-env credit wrapper plays per group.
 * :func:`take_samples` - move each credited step's sample from its :class:`Response` action into
   ``Step.extras`` (``prompt_ids`` int32, ``response_ids`` int32, ``logprobs`` float32,
   ``truncated`` bool: the response hit the token budget without stopping; not the episode's
@@ -57,6 +63,9 @@ __all__ = [
     "collect_sequential",
     "collect_parallel",
     "play_episodes",
+    "drive",
+    "prompt_ids",
+    "group_size_of",
     "take_samples",
     "as_groups",
     "block_size",
@@ -107,6 +116,7 @@ class RolloutStats:
     tokens: int = 0
     steps: int = 0
     valid_steps: int = 0
+    episodes: int = 0
 
     def add(self, other: RolloutStats) -> None:
         for name in vars(self):
@@ -126,6 +136,8 @@ class Sampler:
             prompts declare different stop strings (envs of different kinds in one batch) are
             generated in one call per distinct tuple of stop strings, so no response stops on
             another env's string; in practice every request of a call shares them: one call.
+        progress: called with ``1`` whenever an episode this sampler plays ends (e.g. a tqdm
+            bar's ``update``); ``None``: nothing is reported.
     """
 
     def __init__(
@@ -135,18 +147,17 @@ class Sampler:
         *,
         greedy: bool = False,
         stop_at_action_end: bool = True,
+        progress: Callable[[int], Any] | None = None,
     ) -> None:
         self.policy, self.generator, self.greedy = policy, generator, greedy
         self.stop_at_action_end = stop_at_action_end
+        self.progress = progress
         self.stats = RolloutStats()
 
     def __call__(
         self, requests: Sequence[tuple[AgentPrompt, EpisodeMemory, Any, dict[str, Any]]]
     ) -> list[Response]:
-        ids = [
-            self.policy.chat_ids(p.messages(m, obs, info), p.response_prefix)
-            for p, m, obs, info in requests
-        ]
+        ids = [prompt_ids(self.policy, *request) for request in requests]
         t0 = time.perf_counter()
         by_stop: dict[tuple[str, ...], list[int]] = {}
         for i, (p, *_) in enumerate(requests):
@@ -161,13 +172,27 @@ class Sampler:
         return [
             Response(
                 p.response_prefix + s.text,
-                prompt_ids,
+                ids_of_prompt,
                 s.token_ids,
                 s.logprobs,
                 s.truncated,
             )
-            for (p, *_), prompt_ids, s in zip(requests, ids, samples, strict=True)
+            for (p, *_), ids_of_prompt, s in zip(requests, ids, samples, strict=True)
         ]
+
+    def episode_done(self) -> None:
+        """Count an episode that ended and report it to ``progress``."""
+        self.stats.episodes += 1
+        if self.progress is not None:
+            self.progress(1)
+
+
+def prompt_ids(
+    policy: Policy, prompt: AgentPrompt, memory: EpisodeMemory, observation: Any, info: dict
+) -> list[int]:
+    """The prompt tokens of one step: ``prompt``'s chat for (``memory``, ``observation``,
+    ``info``) under the policy's chat template, ending with the prompt's response prefix."""
+    return policy.chat_ids(prompt.messages(memory, observation, info), prompt.response_prefix)
 
 
 def prompts_of(
@@ -215,7 +240,7 @@ def _record(stats: RolloutStats, memory: EpisodeMemory, prompt: AgentPrompt, obs
     stats.valid_steps += int(bool(info.get("action_valid", True)))
 
 
-def _drive(
+def drive(
     envs: Sequence[gym.Env],
     tasks: Sequence[str],
     prompts: Sequence[AgentPrompt],
@@ -226,7 +251,8 @@ def _drive(
 
     After each step ``on_step(i, observation_before, action, reward, terminated, truncated, info)``
     says whether env ``i`` keeps playing; one that does and whose episode ended is reset on its
-    task (``options={"task_id": tasks[i]}``) for another episode.
+    task (``options={"task_id": tasks[i]}``) for another episode. ``sample`` is a :class:`Sampler`
+    (or one with its interface: ``stats``, ``episode_done``, called with the turn's requests).
     """
     stats = sample.stats
     t0 = time.perf_counter()
@@ -243,6 +269,8 @@ def _drive(
             obs, reward, terminated, truncated, info = envs[i].step(action)
             _record(stats, memories[i], prompts[i], before, action, info)
             state[i] = (obs, info)
+            if terminated or truncated:
+                sample.episode_done()
             if not on_step(i, before, action, float(reward), terminated, truncated, info):
                 continue
             still.append(i)
@@ -271,7 +299,7 @@ def collect_sequential(
             one) without handing out a group in ``info["credit"]``, or handed out steps the learner
             did not sample (a wrapper must record the action object it is given).
     """
-    limits = [_group_size(env, max_episodes) for env in envs]
+    limits = [group_size_of(env, max_episodes) for env in envs]
     episodes = [0] * len(envs)
     groups: list[list[Trajectory] | None] = [None] * len(envs)
 
@@ -297,11 +325,12 @@ def collect_sequential(
             )
         return True
 
-    _drive(envs, tasks, prompts, sample, on_step)
+    drive(envs, tasks, prompts, sample, on_step)
     return [g for g in groups if g is not None]
 
 
-def _group_size(env: gym.Env, default: int) -> int:
+def group_size_of(env: gym.Env, default: int = 64) -> int:
+    """The ``group_size`` of ``env``'s credit wrapper (episodes per group), else ``default``."""
     try:
         return int(env.get_wrapper_attr("group_size"))
     except AttributeError:
@@ -386,6 +415,7 @@ def collect_parallel(
             obs[i], infos[i] = batch[i], step_infos[i]
             if terminated[i] or truncated[i]:
                 active[i] = False
+                sample.episode_done()
         stats.env_s += time.perf_counter() - t0
     if hasattr(envs, "pop_groups"):
         envs.pop_groups()  # its groups were read from infos["credit"]
@@ -410,5 +440,13 @@ def play_episodes(
             return False
         return True
 
-    _drive(envs, tasks, prompts, sample, on_step)
+    drive(envs, tasks, prompts, sample, on_step)
     return trajs
+
+
+def episode_bar(total: int, desc: str, enabled: bool = True) -> Any:
+    """A tqdm bar of ``total`` episodes on stderr, removed when done (a no-op when not
+    ``enabled``): pass its ``update`` as a :class:`Sampler`'s ``progress``."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="episode", leave=False, disable=not enabled)

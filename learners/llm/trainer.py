@@ -91,7 +91,7 @@ from learners.llm.metrics import (
 )
 from learners.llm.parallel import check_parallel, full_policy
 from learners.llm.policy import Policy
-from learners.llm.rollout import Sampler
+from learners.llm.rollout import Sampler, episode_bar
 from learners.llm.update import PPOUpdate
 
 __all__ = ["Trainer", "TrainerCallback", "build_generator", "EnvSource", "SAMPLE_EXTRAS"]
@@ -149,7 +149,8 @@ class Trainer:
             (``env.unwrapped``) of ``envs`` (of a synchronous vector env's sub-envs).
         model_path: the model's HF directory (needed by the vLLM backend only).
         tensorboard: also log to ``out_dir/tensorboard``.
-        progress: show a tqdm bar.
+        progress: show tqdm bars on stderr (rank 0 only): iterations, and the episodes done /
+            total with an ETA of every rollout and every evaluation (per split and decoding).
         distributed: this process's place in a ``torchrun`` job; default
             :meth:`Distributed.from_env() <learners.llm.distributed.Distributed.from_env>` (world
             size 1 outside ``torchrun``). Under world size > 1 every rank builds its own trainer
@@ -219,6 +220,7 @@ class Trainer:
             self.source.eval_envs,
             self.source.eval_prompts,
             self.full_weights,
+            progress=progress and self.dist.is_main,
         )
         self.iteration = 0
         self.logger: MetricsLogger | None = None  # only rank 0 writes files
@@ -259,7 +261,7 @@ class Trainer:
             range(self.iteration, total),
             initial=self.iteration,
             total=total,
-            disable=not self.progress or log is None,
+            disable=not self._show_progress,
             desc="train",
             unit="it",
         )
@@ -335,12 +337,23 @@ class Trainer:
         Under world size ``W`` every rank takes the cursor's next ``W x groups`` ids and plays
         its contiguous share (rank ``r``: ids ``[r groups, (r + 1) groups)``)."""
         tasks = self.dist.shard(self.cursor.take(self.source.num_groups * self.dist.world_size))
-        sample = Sampler(
-            self.policy, self.generator, stop_at_action_end=self.config.stop_at_action_end
+        bar = episode_bar(
+            self.source.episodes_per_call(), f"rollout {self.iteration + 1}", self._show_progress
         )
-        with self.full_weights():
+        sample = Sampler(
+            self.policy,
+            self.generator,
+            stop_at_action_end=self.config.stop_at_action_end,
+            progress=bar.update,
+        )
+        with bar, self.full_weights():
             groups, dropped = self.source.play_groups(tasks, sample)
         return groups, dropped, sample
+
+    @property
+    def _show_progress(self) -> bool:
+        """Bars are drawn with ``progress`` on, by rank 0 (the one with a logger) only."""
+        return self.progress and self.logger is not None
 
     def update(self, steps: Sequence[Step]) -> dict[str, float]:
         """:meth:`PPOUpdate.run <learners.llm.update.PPOUpdate.run>` on ``steps`` in this
