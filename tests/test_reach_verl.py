@@ -215,3 +215,14 @@ def test_configure_changes_what_verl_runs():
         ours.configure("graphgpo")
     assert not torch.allclose(default, changed)
     assert METHODS["graphgpo"].config().distance_discount == 0.1
+
+
+def test_docs_snippet_runs(capsys):
+    """The python block of docs/integrations.md runs as written and prints per-step values."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
+    (code,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+    exec(compile(code, "docs/integrations.md", "exec"), {"__name__": "__doc__"})
+    assert "tensor([" in capsys.readouterr().out
