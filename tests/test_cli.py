@@ -209,4 +209,5 @@ def test_python_dash_m_cli_help():
         "play",
         "view",
         "bench",
+        "serve",
     ]
