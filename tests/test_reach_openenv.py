@@ -170,3 +170,47 @@ def test_agentenvs_serve_command_serves_an_env(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_16_concurrent_clients_without_errors():
+    """16 clients, each in its own session, play at once for 10 s against a 16-session server:
+    no errors, and every client's episodes match what its seeds give in-process."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_server_app(ENV, max_sessions=16, **KWARGS)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    errors, steps = [], []
+    stop = time.monotonic() + 10
+
+    def client(k: int) -> None:
+        try:
+            env, local = make_remote(f"http://127.0.0.1:{port}"), gym.make(ENV, **KWARGS)
+            n, episode = 0, 0
+            while time.monotonic() < stop:
+                seed = 1000 * k + episode
+                assert env.reset(seed=seed)[0] == local.reset(seed=seed)[0]
+                for action in ACTIONS:
+                    got, want = env.step(action), local.step(action)
+                    assert got[:4] == want[:4]
+                    n += 1
+                    if got[2] or got[3]:
+                        break
+                episode += 1
+            env.close()
+            steps.append(n)
+        except Exception as exc:  # noqa: BLE001  (reported below)
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    server.should_exit = True
+    thread.join(10)
+    assert errors == [] and len(steps) == 16 and min(steps) > 0
