@@ -19,6 +19,7 @@ True
 from agentenvs.core import Step, Trajectory, read_trajectories, write_trajectories
 from agentenvs.ray_vector import RayVectorEnv
 from agentenvs.registration import register_envs
+from agentenvs.serve import make_remote
 from agentenvs.vector import GroupedVectorEnv, make_group_vec_env
 
 __version__ = "0.1.0"
@@ -31,6 +32,7 @@ __all__ = [
     "make_group_vec_env",
     "RayVectorEnv",
     "register_envs",
+    "make_remote",
 ]
 
 register_envs()

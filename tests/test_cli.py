@@ -213,6 +213,7 @@ def test_python_dash_m_cli_help():
         "view",
         "bench",
         "train",
+        "serve",
     ]
 
 

@@ -36,6 +36,7 @@ import gymnasium as gym
 
 from agentenvs.cli import bench, listing, play, train, view
 from agentenvs.cli.errors import CLIError
+from agentenvs.serve import cli as serve
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
@@ -46,6 +47,7 @@ SUBCOMMANDS: dict[str, ModuleType] = {
     "view": view,
     "bench": bench,
     "train": train,
+    "serve": serve,
 }
 
 
@@ -54,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentenvs",
         description="Gymnasium envs and credit assignment for LLM agents: list, play, view, bench, "
-        "train.",
+        "train, serve.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in SUBCOMMANDS.values():

@@ -1,0 +1,27 @@
+"""Our envs over the network, through OpenEnv's protocol (extra ``openenv``).
+
+:mod:`agentenvs.serve.openenv` holds the server (``create_server_app``, :func:`serve`) and the
+client (:func:`make_remote`, a ``gymnasium.Env``); both import the ``openenv`` package, so this
+package imports nothing until one of them is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["make_remote", "serve"]
+
+
+def make_remote(url: str, **kwargs: Any) -> Any:
+    """A ``gymnasium.Env`` playing the env served at ``url`` (see
+    :func:`agentenvs.serve.openenv.make_remote`)."""
+    from agentenvs.serve.openenv import make_remote as _make_remote
+
+    return _make_remote(url, **kwargs)
+
+
+def serve(env_id: str, **kwargs: Any) -> None:
+    """Serve ``env_id`` until interrupted (see :func:`agentenvs.serve.openenv.serve`)."""
+    from agentenvs.serve.openenv import serve as _serve
+
+    _serve(env_id, **kwargs)

@@ -1,0 +1,58 @@
+"""``agentenvs serve ENV_ID``: serve a registered env over OpenEnv's protocol (extra ``openenv``).
+
+The subcommand module of the command line (``add_parser``, ``run``), kept here beside the
+server so the command line's own package only names it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="serve a registered env over OpenEnv's protocol (HTTP and WebSocket)",
+        description="Serve ENV_ID with OpenEnv's server: one env per WebSocket session, at most "
+        "--max-sessions at once; play it with agentenvs.make_remote(URL) or any OpenEnv client.",
+    )
+    p.add_argument("env_id", metavar="ENV_ID", help="a registered id, e.g. agentenvs/Sokoban-v0")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    p.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
+    p.add_argument(
+        "--max-sessions", type=int, default=16, help="concurrent sessions (default %(default)s)"
+    )
+    p.add_argument(
+        "--privileged",
+        action="store_true",
+        help="also send info['progress'] (the env's privileged task progress)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if importlib.util.find_spec("openenv") is None:
+        print("agentenvs serve needs OpenEnv: pip install 'agentenvs[openenv]'", file=sys.stderr)
+        return 2
+    import gymnasium as gym
+
+    import agentenvs  # noqa: F401  (registers the envs)
+    from agentenvs.serve.openenv import serve
+
+    try:
+        gym.spec(args.env_id)
+    except gym.error.Error as exc:
+        print(f"agentenvs serve: {exc}", file=sys.stderr)
+        return 2
+    print(f"serving {args.env_id} on http://{args.host}:{args.port}", flush=True)
+    serve(
+        args.env_id,
+        host=args.host,
+        port=args.port,
+        max_sessions=args.max_sessions,
+        privileged=args.privileged,
+    )
+    return 0

@@ -1,0 +1,190 @@
+"""Any registered env behind OpenEnv's server, and a ``gymnasium.Env`` client for it (tested
+with openenv 0.10.0).
+
+The server is OpenEnv's own (``create_fastapi_app``: its HTTP routes and its WebSocket sessions,
+one env per session, at most ``max_sessions`` at once, each closed when its client disconnects),
+around :class:`GymEnvironment`, an OpenEnv ``Environment`` running one ``gymnasium.make(env_id)``.
+Wire types: :class:`TextAction` (``action``: the text the agent sends) and
+:class:`TextObservation` (``text``: the env's observation); the observation's ``metadata`` holds
+our ``info`` (``state_key``, ``task_id``, ``won``, ``action_valid``, ...; ``progress`` only with
+``privileged=True``: it is the env's privileged task progress) encoded exactly
+(:func:`agentenvs.core.encode`: tuples, bytes, arrays survive), plus ``terminated`` and
+``truncated``. Any OpenEnv client can play it (``GenericEnvClient``: ``step({"action": ...})``).
+
+:class:`AgentEnvClient` is the typed OpenEnv ``EnvClient``; :class:`RemoteEnv` (what
+:func:`make_remote` returns) turns it into a ``gymnasium.Env`` with the env's own ``reset`` /
+``step`` results, so the credit wrappers work across the network.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import gymnasium as gym
+from openenv.core import EnvClient
+from openenv.core.client_types import StepResult
+from openenv.core.env_server import Action, Environment, Observation, State, create_fastapi_app
+
+from agentenvs.core.trajectory import decode, encode
+
+__all__ = [
+    "TextAction",
+    "TextObservation",
+    "GymEnvironment",
+    "create_server_app",
+    "serve",
+    "AgentEnvClient",
+    "RemoteEnv",
+    "make_remote",
+]
+
+#: ``info`` keys not sent unless ``privileged=True``.
+PRIVILEGED = ("progress",)
+
+
+class TextAction(Action):
+    """The agent's action: the text sent to ``env.step``."""
+
+    action: str
+
+
+class TextObservation(Observation):
+    """The env's observation text (``done``, ``reward``, ``metadata``: OpenEnv's fields)."""
+
+    text: str = ""
+
+
+class GymEnvironment(Environment[TextAction, TextObservation, State]):
+    """One ``gymnasium.make(env_id, **make_kwargs)`` as an OpenEnv ``Environment``."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str, privileged: bool = False, **make_kwargs: Any) -> None:
+        super().__init__()
+        self.env = gym.make(env_id, **make_kwargs)
+        self.privileged = privileged
+        self._state = State(episode_id=None, step_count=0)
+
+    def _observation(
+        self, obs: Any, info: dict, reward: float | None, done: bool, **flags
+    ) -> TextObservation:
+        info = {k: v for k, v in info.items() if self.privileged or k not in PRIVILEGED}
+        metadata = {"info": encode(info), **flags}
+        return TextObservation(text=str(obs), reward=reward, done=done, metadata=metadata)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> TextObservation:
+        """``env.reset(seed=seed, options=kwargs.get("options"))``."""
+        obs, info = self.env.reset(seed=seed, options=kwargs.get("options"))
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return self._observation(obs, info, None, False, terminated=False, truncated=False)
+
+    def step(
+        self, action: TextAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> TextObservation:
+        """``env.step(action.action)``; ``done`` = terminated or truncated."""
+        obs, reward, terminated, truncated, info = self.env.step(action.action)
+        self._state.step_count += 1
+        done = bool(terminated or truncated)
+        return self._observation(
+            obs, info, float(reward), done, terminated=bool(terminated), truncated=bool(truncated)
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def create_server_app(
+    env_id: str, max_sessions: int = 16, privileged: bool = False, **make_kwargs: Any
+) -> Any:
+    """OpenEnv's FastAPI app serving ``env_id``: one env per WebSocket session, at most
+    ``max_sessions`` at once (another is refused with OpenEnv's capacity error)."""
+    gym.spec(env_id)  # unknown ids fail here, not in the first session
+
+    def factory() -> GymEnvironment:
+        return GymEnvironment(env_id, privileged=privileged, **make_kwargs)
+
+    return create_fastapi_app(
+        factory, TextAction, TextObservation, max_concurrent_envs=max_sessions, env_name=env_id
+    )
+
+
+def serve(
+    env_id: str, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 16, **kwargs: Any
+) -> None:
+    """Serve ``env_id`` with uvicorn on ``host:port`` until interrupted."""
+    import uvicorn
+
+    uvicorn.run(
+        create_server_app(env_id, max_sessions, **kwargs), host=host, port=port, log_level="warning"
+    )
+
+
+class AgentEnvClient(EnvClient[TextAction, TextObservation, State]):
+    """OpenEnv's WebSocket client, typed for :class:`GymEnvironment`."""
+
+    def _step_payload(self, action: TextAction) -> dict[str, Any]:
+        return action.model_dump(exclude={"metadata"})
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[TextObservation]:
+        obs = TextObservation(
+            **payload.get("observation", {}),
+            reward=payload.get("reward"),
+            done=bool(payload.get("done", False)),
+        )
+        return StepResult(
+            observation=obs, reward=payload.get("reward"), done=bool(payload.get("done", False))
+        )
+
+    def _parse_state(self, payload: dict[str, Any]) -> State:
+        return State(**payload)
+
+
+class RemoteEnv(gym.Env):
+    """A ``gymnasium.Env`` whose ``reset`` / ``step`` run on an OpenEnv server of ours (one
+    session, opened on construction, closed by :meth:`close`). Observations are text; ``info``
+    is the served env's, decoded exactly."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, url: str, **client_kwargs: Any) -> None:
+        self.client = AgentEnvClient(base_url=url, **client_kwargs).sync()
+        self.client.connect()
+        self.observation_space = gym.spaces.Text(1 << 20)
+        self.action_space = gym.spaces.Text(1 << 20)
+
+    @staticmethod
+    def _unpack(result: StepResult[TextObservation]) -> tuple[str, dict, dict]:
+        meta = result.observation.metadata
+        return result.observation.text, decode(meta.get("info", {})), meta
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
+        super().reset(seed=seed)
+        kwargs = {"seed": seed} if options is None else {"seed": seed, "options": options}
+        obs, info, _ = self._unpack(self.client.reset(**kwargs))
+        return obs, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict]:
+        result = self.client.step(TextAction(action=action))
+        obs, info, meta = self._unpack(result)
+        return (
+            obs,
+            float(result.reward or 0.0),
+            bool(meta.get("terminated")),
+            bool(meta.get("truncated")),
+            info,
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def make_remote(url: str, **client_kwargs: Any) -> RemoteEnv:
+    """A ``gymnasium.Env`` playing the env served at ``url`` (``http://`` or ``ws://``)."""
+    return RemoteEnv(url, **client_kwargs)

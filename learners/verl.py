@@ -1,0 +1,320 @@
+"""Our credit methods as verl advantage estimators (extra ``verl``; tested with verl 0.9.1).
+
+Importing this module registers every method of :mod:`wrappers.registry` with verl's
+``register_adv_est`` as ``agentenvs_<name>`` (:data:`PREFIX`; ``agentenvs_graphgpo``,
+``agentenvs_gigpo``, ...), so a verl config selects one with
+``algorithm.adv_estimator=agentenvs_graphgpo``. A method registered later is added by
+:func:`register`.
+
+One row of verl's ``DataProto`` is one *step* (one turn: a prompt and the response that acted).
+The estimator reads these ``non_tensor_batch`` columns (one value per row; verl-agent's name in
+brackets, accepted too):
+
+==================  ======================  ==================================================
+key                 verl-agent              meaning
+==================  ======================  ==================================================
+``uid``             ``uid``                 group id (same task, same initial state); required
+``traj_uid``        ``traj_uid``            trajectory id inside its group; required
+``step_index``      (row order)             position of the step in its trajectory (int)
+``state_key``       ``anchor_obs``          ``info["state_key"]`` before the step
+``next_state_key``  (next row's state)      ``info["state_key"]`` after the step
+``won``             ``won``                 ``info["won"]`` (the trajectory's last row counts)
+``action_valid``    ``is_action_valid``     ``info["action_valid"]``
+``action_key``      (none)                  what the action did (RTMC's action signature)
+``cost``            (none)                  ``info["cost"]``, default 1.0
+==================  ======================  ==================================================
+
+The step's env reward is its row of ``token_level_rewards`` summed over the response (verl's reward
+managers put the scalar at the last response token). The estimator returns ``(advantages,
+returns)``, both the step's advantage broadcast over its row of ``response_mask`` (float32,
+``(batch, response_length)``), like verl's outcome estimators.
+
+verl's own ``compute_advantage`` hands an estimator ``token_level_rewards``, ``response_mask``,
+``config`` and ``index`` (the ``uid`` column) only, so the columns travel inside ``uid``:
+:func:`attach_step_uids` (call it on the batch before ``compute_advantage``) replaces each uid by a
+:class:`StepUid`, a ``str`` equal to the group id (verl groups and logs it as before) that carries
+the row's other columns. A caller that passes ``non_tensor_batch=`` to the estimator needs no
+such step. :func:`step_columns` is the glue from our side: the columns of recorded
+:class:`~agentenvs.core.Trajectory` objects (which hold each step's ``info["state_key"]``), one
+row per step; :func:`info_columns` builds one row's columns from the env's ``info`` dicts.
+
+Method options: :func:`configure` (``configure("graphgpo", distance_discount=0.8)``); the
+defaults otherwise. This module holds: :data:`PREFIX`, :data:`KEYS`, :class:`StepUid`,
+:func:`step_columns`, :func:`info_columns`, :func:`step_uids`, :func:`attach_step_uids`,
+:func:`row_advantages`, :func:`make_estimator`, :func:`register`, :func:`configure`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+
+from agentenvs.core import Step, Trajectory
+from wrappers.batch import action_signature, factorise
+from wrappers.registry import get_method, make_config, method_names
+
+__all__ = [
+    "PREFIX",
+    "KEYS",
+    "StepUid",
+    "step_columns",
+    "info_columns",
+    "step_uids",
+    "attach_step_uids",
+    "row_advantages",
+    "make_estimator",
+    "register",
+    "configure",
+]
+
+#: verl's name of method ``m`` is ``PREFIX + m``.
+PREFIX = "agentenvs_"
+
+#: Our ``non_tensor_batch`` key -> verl-agent's name for it (read when ours is absent).
+KEYS: Mapping[str, str | None] = {
+    "uid": "uid",
+    "traj_uid": "traj_uid",
+    "step_index": None,
+    "state_key": "anchor_obs",
+    "next_state_key": None,
+    "won": "won",
+    "action_valid": "is_action_valid",
+    "action_key": None,
+    "cost": None,
+}
+_FIELDS = tuple(k for k in KEYS if k != "uid")
+_NO_NEXT = object()  # next_state_key not given: the next row's state key is used
+
+_configs: dict[str, Any] = {}
+
+
+class StepUid(str):
+    """A verl ``uid``: equal (and hashing equal) to the group id, carrying one row's columns as
+    attributes (``traj_uid``, ``step_index``, ``state_key``, ... as in :data:`KEYS`)."""
+
+    def __new__(cls, uid: str, **columns: Any) -> StepUid:
+        self = super().__new__(cls, uid)
+        self.__dict__.update(columns)
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (Ray) with its columns
+        return (_rebuild_uid, (str(self), self.__dict__))
+
+
+def _rebuild_uid(uid: str, columns: dict[str, Any]) -> StepUid:
+    return StepUid(uid, **columns)
+
+
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
+def step_columns(trajectories: Sequence[Trajectory]) -> dict[str, np.ndarray]:
+    """The ``non_tensor_batch`` columns of ``trajectories``, one row per step in order
+    (trajectory by trajectory): ``uid`` = ``group_id``, ``traj_uid`` = ``traj_id`` (or the
+    trajectory's position when empty), and the step's recorded keys (:data:`KEYS`)."""
+    rows: dict[str, list[Any]] = {k: [] for k in KEYS}
+    for i, traj in enumerate(trajectories):
+        for t, step in enumerate(traj.steps):
+            last = t == len(traj.steps) - 1
+            values = {
+                "uid": str(traj.group_id),
+                "traj_uid": traj.traj_id or str(i),
+                "step_index": t,
+                "state_key": step.state_key,
+                "next_state_key": step.next_state_key,
+                "won": bool(traj.success) and last,
+                "action_valid": bool(step.action_valid),
+                "action_key": action_signature(step),
+                "cost": float(step.cost),
+            }
+            for k, v in values.items():
+                rows[k].append(v)
+    return {k: _objects(v) for k, v in rows.items()}
+
+
+def info_columns(info: Mapping[str, Any], next_info: Mapping[str, Any]) -> dict[str, Any]:
+    """One row's env columns from the ``info`` of the reset/step before the action and the
+    ``info`` the step returned: ``state_key``, ``next_state_key``, ``won``, ``action_valid``,
+    ``action_key`` (``None`` when the env gives none) and ``cost``; add ``uid``, ``traj_uid``
+    and ``step_index`` from the rollout loop.
+
+    >>> info_columns({"state_key": "A"}, {"state_key": "B", "won": True})
+    {'state_key': 'A', 'next_state_key': 'B', 'won': True, 'action_valid': True, 'action_key': None, 'cost': 1.0}
+    """
+    return {
+        "state_key": info.get("state_key"),
+        "next_state_key": next_info.get("state_key"),
+        "won": bool(next_info.get("won", False)),
+        "action_valid": bool(next_info.get("action_valid", True)),
+        "action_key": next_info.get("action_key"),
+        "cost": float(next_info.get("cost", 1.0)),
+    }
+
+
+def _column(batch: Mapping[str, np.ndarray], key: str, n: int) -> np.ndarray | None:
+    for name in (key, KEYS[key]):
+        if name is not None and name in batch:
+            values = np.asarray(batch[name], dtype=object)
+            if len(values) != n:
+                raise ValueError(f"non_tensor_batch[{name!r}] has {len(values)} rows, not {n}")
+            return values
+    return None
+
+
+def step_uids(non_tensor_batch: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The ``uid`` column as :class:`StepUid` objects carrying the other columns of
+    ``non_tensor_batch`` (keys of :data:`KEYS`, or verl-agent's names).
+
+    Raises:
+        KeyError: no ``uid`` or ``traj_uid`` column.
+    """
+    if "uid" not in non_tensor_batch or "traj_uid" not in non_tensor_batch:
+        raise KeyError("non_tensor_batch needs 'uid' (group id) and 'traj_uid' columns")
+    uid = np.asarray(non_tensor_batch["uid"], dtype=object)
+    n = len(uid)
+    columns = {k: _column(non_tensor_batch, k, n) for k in _FIELDS}
+    rows = []
+    for i in range(n):
+        values = {k: v[i] for k, v in columns.items() if v is not None}
+        rows.append(StepUid(str(uid[i]), **values))
+    return _objects(rows)
+
+
+def attach_step_uids(data: Any) -> Any:
+    """Replace ``data.non_tensor_batch["uid"]`` of a verl ``DataProto`` by :func:`step_uids`
+    (in place; returns ``data``), so verl's own ``compute_advantage`` reaches the columns."""
+    data.non_tensor_batch["uid"] = step_uids(data.non_tensor_batch)
+    return data
+
+
+def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) -> Sequence[Any]:
+    if non_tensor_batch is not None:
+        return step_uids(non_tensor_batch)
+    if index is None or not all(isinstance(u, StepUid) for u in index):
+        raise ValueError(
+            "agentenvs estimators need each row's trajectory id and state key: call "
+            "learners.verl.attach_step_uids(batch) before compute_advantage (or pass "
+            "non_tensor_batch=); see the module docstring for the columns"
+        )
+    return index
+
+
+def _trajectories(uids: Sequence[Any], rewards: np.ndarray) -> tuple[list[Trajectory], list]:
+    """Our trajectories of the rows (grouped by uid, ordered by step index) and, per trajectory,
+    its rows' positions in step order."""
+    n = len(uids)
+    group, _ = factorise([str(u) for u in uids])
+    traj, _ = factorise([(str(u), u.__dict__["traj_uid"]) for u in uids])
+    position = np.array([u.__dict__.get("step_index", i) for i, u in enumerate(uids)], np.int64)
+    order = np.lexsort((np.arange(n), position, traj))  # by traj, step, row
+    starts = np.flatnonzero(np.r_[True, np.diff(traj[order]) != 0])
+    trajectories, rows = [], []
+    for lo, hi in zip(starts, np.r_[starts[1:], n], strict=True):
+        members = order[lo:hi].tolist()
+        steps = []
+        for k, i in enumerate(members):
+            u = uids[i].__dict__
+            nxt = u.get("next_state_key", _NO_NEXT)
+            if nxt is _NO_NEXT:
+                nxt = (
+                    uids[members[k + 1]].__dict__.get("state_key") if k + 1 < len(members) else None
+                )
+            steps.append(
+                Step(
+                    None,
+                    None,
+                    float(rewards[i]),
+                    state_key=u.get("state_key"),
+                    next_state_key=nxt,
+                    action_valid=bool(u.get("action_valid", True)),
+                    action_key=u.get("action_key"),
+                    cost=float(u.get("cost", 1.0)),
+                )
+            )
+        last = uids[members[-1]]
+        trajectories.append(
+            Trajectory(
+                task_id=str(last),
+                group_id=str(last),
+                steps=steps,
+                success=bool(last.__dict__.get("won", False)),
+                traj_id=str(last.__dict__["traj_uid"]),
+            )
+        )
+        rows.append((int(group[members[0]]), members))
+    return trajectories, rows
+
+
+def row_advantages(
+    method: str, uids: Sequence[Any], step_rewards: np.ndarray, config: Any = None
+) -> np.ndarray:
+    """``method``'s advantage of each row (float64, one per row) from the rows' :class:`StepUid`
+    objects and env rewards (``step_rewards``, one per row)."""
+    entry, config = get_method(method, config)
+    if len(uids) == 0:
+        return np.zeros(0, np.float64)
+    trajectories, rows = _trajectories(uids, np.asarray(step_rewards, np.float64))
+    batch = entry.batch(trajectories, config, groups=[g for g, _ in rows])
+    values = entry.run(batch, config)
+    out = np.empty(len(uids), np.float64)
+    for (_, members), adv in zip(rows, batch.split(values), strict=True):
+        out[members] = adv
+    return out
+
+
+def make_estimator(method: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+    """A verl advantage estimator running our ``method`` (its :func:`configure` d config)."""
+
+    def estimator(
+        token_level_rewards: torch.Tensor,
+        response_mask: torch.Tensor,
+        index: np.ndarray | None = None,
+        config: Any = None,
+        non_tensor_batch: Mapping[str, np.ndarray] | None = None,
+        **_: Any,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        uids = _as_step_uids(index, non_tensor_batch)
+        rewards = token_level_rewards.detach().sum(dim=-1).double().cpu().numpy()
+        adv = row_advantages(method, uids, rewards, _configs.get(method))
+        mask = response_mask.to(token_level_rewards.dtype)
+        scores = torch.as_tensor(adv, dtype=mask.dtype, device=mask.device).unsqueeze(-1) * mask
+        return scores, scores.clone()
+
+    estimator.__name__ = estimator.__qualname__ = f"{PREFIX}{method}"
+    estimator.__doc__ = f"verl advantage estimator: agentenvs credit method {method!r}."
+    return estimator
+
+
+def register(prefix: str = PREFIX) -> list[str]:
+    """Register every method of our registry not yet in verl's (as ``prefix + name``); returns
+    the verl names of all our methods."""
+    names = []
+    for method in method_names():
+        name = prefix + method
+        if name not in ADV_ESTIMATOR_REGISTRY:
+            register_adv_est(name)(make_estimator(method))
+        names.append(name)
+    return names
+
+
+def configure(method: str, **options: Any) -> Any:
+    """Set the options ``method`` (name or alias) runs with in verl; returns its config.
+
+    >>> configure("graph", distance_discount=0.8).distance_discount
+    0.8
+    >>> configure("graph").distance_discount  # no options: back to the defaults
+    0.1
+    """
+    name = get_method(method)[0].name
+    _configs[name] = make_config(name, **options)
+    return _configs[name]
+
+
+register()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The "reach" suites: our code inside the real verl and OpenEnv from PyPI, on CPU. verl pins
+# transformers < 5.11 (ours is newer), so they get a venv of their own ($REACH_VENV, default
+# .reach-venv) with the fewest packages that import what the tests use: torch first (the local
+# CPU build, pinned in every install so pip never pulls a CUDA one), verl without its
+# dependencies, then those its core_algos, protocol and ray_trainer imports need.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${REACH_VENV:-.reach-venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+py="$venv/bin/python"
+pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
+"$py" -m pip install -q --upgrade pip
+"$py" -m pip install -q "${pin[@]}"
+"$py" -m pip install -q --no-deps verl==0.9.1
+"$py" -m pip install -q "${pin[@]}" tensordict==0.10.0 ray==2.60.0 omegaconf codetiming \
+  torchdata datasets pillow peft cachetools fastapi uvicorn packaging "gymnasium>=1.0" \
+  "numpy>=1.24" pytest
+# OpenEnv: its server and client modules import fastmcp (< 4) beside fastapi, uvicorn and
+# websockets; its CLI, Gradio UI and hub tooling are not needed.
+"$py" -m pip install -q --no-deps openenv==0.10.0
+"$py" -m pip install -q "${pin[@]}" "fastmcp>=3,<4" websockets httpx requests
+"$py" -m pip install -q --no-deps -e .
+"$py" -m pytest -p no:cacheprovider -m reach -rs tests/test_reach_verl.py tests/test_reach_openenv.py
+"$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve   # their doctests
