@@ -217,7 +217,9 @@ def test_the_sampler_reports_every_finished_episode():
 
 def _trainer(tmp_path, progress: bool) -> Trainer:
     config = TrainConfig(iterations=1, eval_tasks=2, max_new_tokens=4, torch_threads=1)
-    envs = [lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", max_steps=2), group_size=2)] * 2
+    envs = [
+        lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", max_steps=2), group_size=2)
+    ] * 2
     return Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=progress)
 
 
