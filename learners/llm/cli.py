@@ -86,7 +86,7 @@ RECIPES: dict[str, dict[str, Any]] = {
         "iterations": 20,
         "lr": 1e-3,
         "kl_coef": 0.0,
-        "max_new_tokens": 12,
+        "max_new_tokens": 16,  # the longest move, </think><action>down</action>, is 13 tokens
     },
     "smollm2": {
         "env_kwargs": {"max_solution_steps": 1, "max_steps": 2},
