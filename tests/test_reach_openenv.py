@@ -150,7 +150,7 @@ def test_agentenvs_serve_command_serves_an_env(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    code = f"from cli.main import main; main(['serve', {ENV!r}, '--port', '{port}'])"
+    code = f"from agentenvs.cli.main import main; main(['serve', {ENV!r}, '--port', '{port}'])"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert "serving" in proc.stdout.readline()
