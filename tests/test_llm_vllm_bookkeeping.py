@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from learners.llm.cli import RECIPES, parse_args  # noqa: E402
+from learners.llm.cli import MAIN_JOB_ENV, RECIPES, parse_args  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.policy import Policy  # noqa: E402
 from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
@@ -356,7 +356,10 @@ def test_the_trainer_recomputes_old_logprobs_the_engine_cannot_give(fake_vllm, t
 
 def test_vllm_and_export_flags():
     args = parse_args([])
-    defaults, tiny = TrainConfig(), RECIPES["tiny"]  # the main job: the default model on the env
+    defaults, tiny = (
+        TrainConfig(),
+        RECIPES[(MAIN_JOB_ENV, "tiny")],
+    )  # the main job: the default model on the env
     assert (
         args.export == "merged" and args.model == "tiny" and args.env_kwargs == tiny["env_kwargs"]
     )
