@@ -4,7 +4,9 @@
 random moves, then 20 PPO iterations of 8 tasks x 8 rollouts with GraphGPO credit on one-step
 episodes in rooms solved by one push) evaluates greedy and sampled decoding on the 64 test rooms
 before and after training: both gains with a 95% interval above zero, and the README's table is
-what the command prints (about 1.5 minutes on one thread).
+what the command prints (about 1.5 minutes on one thread). The README's ALFWorld line
+(``--env agentenvs/ALFWorld-v0 --model tiny``, 7 CPU-minutes) prints the report lines the README
+quotes.
 """
 
 import csv
@@ -103,3 +105,24 @@ def test_the_flagship_script_trains_with_model_based_credit(credit, extra, keys,
     reported = {k for r in rows for k, v in r.items() if v and k.startswith("credit/")}
     assert keys <= reported, reported
     assert float(rows[-1]["credit_time_share"]) >= 0.0
+
+
+#: The README's ALFWorld line: the tiny model's ALFWorld recipe (learners/llm/cli.py RECIPES).
+ALFWORLD_COMMAND = "python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny"
+#: A report line of the ALFWorld line as the README quotes it.
+ALFWORLD_LINE = re.compile(r"^test_(?:seen|unseen) success \((?:greedy|sampled), .*$", re.M)
+
+
+@pytest.mark.slow
+def test_the_alfworld_line_prints_the_readme_report(tmp_path):
+    """The README's ALFWorld command (its recipe: format warm start, GraphGPO, a CPU-sized
+    evaluation) prints exactly the four report lines the README quotes."""
+    pytest.importorskip("alfworld")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ALFWORLD_COMMAND in text
+    cmd = [sys.executable, *ALFWORLD_COMMAND.split()[1:], "--out", str(tmp_path), "--no-progress"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = ALFWORLD_LINE.findall(done.stdout)
+    assert len(printed) == 4, done.stdout
+    assert printed == ALFWORLD_LINE.findall(text)  # the README states what the command prints

@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from learners.llm.cli import RECIPES, parse_args  # noqa: E402
+from learners.llm.cli import MAIN_JOB_ENV, RECIPES, parse_args  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.policy import Policy  # noqa: E402
 from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
@@ -356,7 +356,7 @@ def test_the_trainer_recomputes_old_logprobs_the_engine_cannot_give(fake_vllm, t
 
 def test_vllm_and_export_flags():
     args = parse_args([])
-    defaults, tiny = TrainConfig(), RECIPES["tiny"]  # the main job: the default model on the env
+    defaults, tiny = TrainConfig(), RECIPES[(MAIN_JOB_ENV, "tiny")]  # the main job's recipe
     assert (
         args.export == "merged" and args.model == "tiny" and args.env_kwargs == tiny["env_kwargs"]
     )
@@ -366,7 +366,12 @@ def test_vllm_and_export_flags():
     args = parse_args(["--model", "smollm2", "--lr", "3e-5"])
     assert args.lora and args.config.temperature == 0.7 and args.config.lr == 3e-5  # flag > recipe
     assert args.config.lora_rank == 16
-    args = parse_args(["--env", "agentenvs/ALFWorld-v0"])  # TrainConfig's defaults, env's options
+    args = parse_args(["--env", "agentenvs/ALFWorld-v0"])  # the ALFWorld line's recipe
+    assert args.env_kwargs == {"max_steps": 8, "drop_help": True} and args.format_warm_start == 120
+    assert (args.groups, args.group_size, args.config.eval_tasks) == (4, 4, 12)
+    args = parse_args(["--env", "agentenvs/ALFWorld-v0", "--model", "smollm2"])  # no recipe
+    assert args.env_kwargs is None and args.format_warm_start == 0 and args.config == defaults
+    args = parse_args(["--env", "agentenvs/SearchQA-v0"])  # TrainConfig's defaults, env's options
     assert args.env_kwargs is None and args.format_warm_start == 0 and args.config == defaults
     argv = [
         "--backend=vllm",

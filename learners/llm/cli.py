@@ -1,7 +1,7 @@
 """``agentenvs train``: the LLM learner's command line, its flags generated from :class:`TrainConfig`.
 
 This module holds :class:`TrainArgs` (the flags that are not ``TrainConfig`` fields: env, credit,
-groups, model, outputs), :data:`RECIPES` (the main job's per-model defaults), :data:`FLAG_NAMES`,
+groups, model, outputs), :data:`RECIPES` (per-(env, model) defaults), :data:`FLAG_NAMES`,
 :func:`import_user_modules`, :func:`parse_args`, the run's steps (:func:`make_envs`,
 :func:`make_eval_envs`, :func:`make_policy`, :func:`warm_start`, :func:`train`,
 :func:`report_lines`, :func:`report`) and :func:`main`, which runs them in order (``examples/train_llm.py`` writes the
@@ -50,6 +50,7 @@ from wrappers import METHODS, CreditWrapper, VectorCreditWrapper, make_config
 
 __all__ = [
     "MAIN_JOB_ENV",
+    "ALFWORLD_ENV",
     "RECIPES",
     "FLAG_NAMES",
     "ConfigFlags",
@@ -68,17 +69,28 @@ __all__ = [
     "main",
 ]
 
-#: The main job's env; with it, ``--model tiny`` / ``smollm2`` get the recipe below.
+#: The main job's env; with it, ``--model tiny`` / ``smollm2`` get the recipes below.
 MAIN_JOB_ENV = "agentenvs/Sokoban-v0"
 
-#: Per-model recipes on the main job's env: defaults of the flags they name (any flag overrides
-#: them; keys are :class:`TrainArgs` or ``TrainConfig`` fields). Sokoban rooms solvable in one
-#: push (the env's curriculum option). ``tiny`` (the main job, a randomly initialised model): a
-#: format-only warm start (uniformly random moves in the env's syntax), then RL on one-step
-#: episodes picks the moves. ``smollm2``: LoRA on two-step episodes at temperature 0.7 (measured in
-#: the README: it does not reach a significant gain in 15 minutes on 2 cores).
-RECIPES: dict[str, dict[str, Any]] = {
-    "tiny": {
+#: The ALFWorld line's env: ``--model tiny`` gets the recipe below.
+ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
+
+#: Recipes keyed by ``(env id, model)``: defaults of the flags they name when the user names that
+#: ``--env`` (or none, for the main job's env) and ``--model`` (any flag overrides them; keys are
+#: :class:`TrainArgs` or ``TrainConfig`` fields). The table lives here, not in the envs, because
+#: its numbers are the learner's budget (steps, groups, iterations) for one model on one env.
+#:
+#: * Sokoban rooms solvable in one push (the env's curriculum option). ``tiny`` (the main job, a
+#:   randomly initialised model): a format-only warm start (uniformly random moves in the env's
+#:   syntax), then RL on one-step episodes picks the moves. ``smollm2``: LoRA on two-step episodes
+#:   at temperature 0.7 (measured in the README: it does not reach a significant gain in 15
+#:   minutes on 2 cores).
+#: * ALFWorld ``tiny`` (the ALFWorld line, sized to end within 15 minutes on 2 cores): the same
+#:   format warm start on uniformly random admissible commands (``help`` left out: ``drop_help``),
+#:   then GraphGPO on 8-step episodes, and 12 tasks of each test split per decoding before and
+#:   after (``--eval-tasks 140`` plays all 140 + 60).
+RECIPES: dict[tuple[str, str], dict[str, Any]] = {
+    (MAIN_JOB_ENV, "tiny"): {
         "env_kwargs": {"max_solution_steps": 1, "max_steps": 1},
         "format_warm_start": 200,
         "groups": 8,
@@ -88,7 +100,7 @@ RECIPES: dict[str, dict[str, Any]] = {
         "kl_coef": 0.0,
         "max_new_tokens": 16,  # the longest move, </think><action>down</action>, is 13 tokens
     },
-    "smollm2": {
+    (MAIN_JOB_ENV, "smollm2"): {
         "env_kwargs": {"max_solution_steps": 1, "max_steps": 2},
         "groups": 4,
         "group_size": 8,
@@ -100,6 +112,17 @@ RECIPES: dict[str, dict[str, Any]] = {
         "ppo_epochs": 2,
         "mini_batches": 2,
         "micro_batch_size": 16,
+    },
+    (ALFWORLD_ENV, "tiny"): {
+        "env_kwargs": {"max_steps": 8, "drop_help": True},
+        "format_warm_start": 120,
+        "groups": 4,
+        "group_size": 4,
+        "iterations": 5,
+        "lr": 1e-3,
+        "kl_coef": 0.0,
+        "max_new_tokens": 48,  # 'take creditcard 1 from countertop 1' in tags is 34 tokens
+        "eval_tasks": 12,
     },
 }
 
@@ -184,7 +207,7 @@ class TrainArgs:
         imports: import MODULE first (repeatable; the current directory is searched): a module
             that registers a credit method or an env makes it a --credit / --env choice.
         env: registered env id, or 'module:Id' (Gymnasium imports module, which registers Id).
-        env_kwargs: JSON options for gym.make (default: the model's recipe on the main job's env,
+        env_kwargs: JSON options for gym.make (default: the recipe of (env, model) in RECIPES,
             {} otherwise).
         max_steps: env step budget, passed as gym.make(..., max_steps=N): the env must take a
             max_steps argument (default: the env's budget).
@@ -270,12 +293,13 @@ def import_user_modules(argv: Sequence[str]) -> list[str]:
 
 
 def _defaults(argv: Sequence[str]) -> TrainArgs:
-    """The flags' defaults: the recipe of ``--model`` on the main job's env, else the fields'."""
+    """The flags' defaults: the recipe of ``(--env, --model)`` in :data:`RECIPES`, else the
+    fields'."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--env", default=MAIN_JOB_ENV)
     pre.add_argument("--model", default="tiny")
     first = pre.parse_known_args(argv)[0]
-    recipe = RECIPES.get(first.model, {}) if first.env == MAIN_JOB_ENV else {}
+    recipe = RECIPES.get((first.env, first.model), {})
     names = {f.name for f in dataclasses.fields(TrainArgs)}
     config = ConfigFlags(**{k: v for k, v in recipe.items() if k not in names})
     return TrainArgs(**{k: v for k, v in recipe.items() if k in names}, config=config)

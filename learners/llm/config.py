@@ -114,8 +114,8 @@ class TrainConfig:
             (verl-agent's texts); each env supplies both through its ``agent_prompt`` hook.
         eval_every: evaluate every this many iterations (and before the first and after the last);
             0 = only before and after.
-        eval_splits: the task panel's splits every evaluation plays, each on its first
-            ``eval_tasks`` ids; ``None`` = every split named ``test`` or starting with ``test_``,
+        eval_splits: the task panel's splits every evaluation plays, each on ``eval_tasks`` of its
+            ids evenly spaced in panel order (all when ``eval_tasks`` >= the split's size); ``None`` = every split named ``test`` or starting with ``test_``,
             in panel order (e.g. ``test``, or ``test_seen`` and ``test_unseen``). Ignored when
             ``test_tasks`` is set.
         eval_tasks: tasks per evaluated split and evaluation (one episode each per mode).

@@ -32,7 +32,7 @@ from learners.llm.rollout import (
     prompts_of,
 )
 
-__all__ = ["EnvSource", "TaskSplits", "TrainerEnvs", "CreditedEnvs", "choose_tasks"]
+__all__ = ["EnvSource", "TaskSplits", "TrainerEnvs", "CreditedEnvs", "choose_tasks", "spread"]
 
 #: What the trainer is given: env factories / envs (single credit wrappers) or a vector credit
 #: wrapper.
@@ -176,11 +176,24 @@ class CreditedEnvs:
             self.vector_env.close()
 
 
+def spread(ids: Sequence[str], n: int) -> list[str]:
+    """``n`` of ``ids`` evenly spaced in their order (all of them when ``n >= len(ids)``): a fixed
+    sample that covers a panel sorted by task type.
+
+    >>> spread("abcdefgh", 3), spread("abc", 5)
+    (['a', 'c', 'f'], ['a', 'b', 'c'])
+    """
+    if n >= len(ids):
+        return list(ids)
+    return [ids[i * len(ids) // n] for i in range(n)]
+
+
 def choose_tasks(
     config: TrainConfig, envs: TrainerEnvs
 ) -> tuple[Sequence[str], dict[str, list[str]]]:
-    """The training task ids and the evaluated splits (split -> its first ``eval_tasks`` ids;
-    splits left empty are dropped), from the config or the panel."""
+    """The training task ids and the evaluated splits (split -> ``eval_tasks`` of its ids, evenly
+    spaced in the panel's order, :func:`spread`; splits left empty are dropped), from the config
+    or the panel."""
     panel = envs.task_panel()
     train_ids = config.train_tasks or (panel.ids("train") if panel is not None else None)
     if not train_ids:
@@ -197,7 +210,7 @@ def choose_tasks(
             names = [s for s in have if s == "test" or s.startswith("test_")]
         elif panel is None:
             raise ValueError("eval_splits needs the env's task panel (env.unwrapped.tasks)")
-        chosen = {s: list(panel.ids(s)[: config.eval_tasks]) for s in names}
+        chosen = {s: spread(panel.ids(s), config.eval_tasks) for s in names}
     eval_splits = {s: ids for s, ids in chosen.items() if ids}
     if eval_splits and not envs.eval_envs:
         raise ValueError(
