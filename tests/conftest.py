@@ -57,8 +57,7 @@ def actor_gone():
 
 
 #: The 100 real WebShop products and the real attribute file, shipped gzipped in
-#: ``tests/fixtures/webshop`` (MIT; source and licence beside them). ``$WEBSHOP_FIXTURE`` names
-#: another directory holding them, plain or gzipped.
+#: ``tests/fixtures/webshop`` (MIT; source and licence beside them).
 WEBSHOP_FIXTURE_FILES = ("products_100.jsonl", "items_ins_v2_1000.json")
 
 
@@ -67,12 +66,9 @@ def webshop_fixture_dir(tmp_path_factory) -> str:
     """A temporary directory holding the real 100-product WebShop sample (official format,
     decompressed under the official names)."""
     import gzip
-    import os
     from pathlib import Path
 
-    source = Path(
-        os.environ.get("WEBSHOP_FIXTURE") or Path(__file__).parent / "fixtures" / "webshop"
-    )
+    source = Path(__file__).parent / "fixtures" / "webshop"
     target = tmp_path_factory.mktemp("webshop100")
     for name in WEBSHOP_FIXTURE_FILES:
         plain, packed = source / name, source / f"{name}.gz"

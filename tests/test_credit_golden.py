@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_credit_helpers import path_traj, toy_group
+from credit_builders import path_traj, toy_group
 
 from wrappers import METHODS, gigpo, graphgpo, grpo, rtmc
 from wrappers.batch import StepBatch

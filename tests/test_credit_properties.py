@@ -9,9 +9,9 @@ from collections import deque
 import gymnasium as gym
 import numpy as np
 import pytest
+from credit_builders import path_traj
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_credit_helpers import path_traj
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.core import Step, Trajectory, read_trajectories, write_trajectories
@@ -261,7 +261,7 @@ def test_goal_beats_loop():
 
 def test_good_step_in_failed_trajectory_gets_positive_credit():
     """On the toy group: tau4's shortcut A->C tops G(A) and its total is positive."""
-    from test_credit_helpers import toy_group
+    from credit_builders import toy_group
 
     adv = METHODS["graphgpo"].estimate(toy_group(), GraphGPOConfig(distance_discount=0.5))
     assert adv[3][0] > 0 and adv[3][0] > adv[0][0]

@@ -95,8 +95,8 @@ for _ in range(10_000):
 """
 
 
-def test_design_user_snippet_runs_word_for_word():
-    """DESIGN.md "What a user writes", with the Sokoban id while ALFWorld is not there."""
+def test_user_loop_snippet_runs_word_for_word():
+    """The user loop of README "Credit assignment" on ALFWorld, with the Sokoban id instead."""
     rng = np.random.default_rng(0)
     seen = []
     namespace = {"policy": lambda obs: tagged(rng.choice(MOVES)), "learn_from": seen.append}
@@ -310,7 +310,7 @@ def test_vector_wrapper_needs_a_grouped_env():
 
 @pytest.mark.slow
 def test_graph_wrapper_on_alfworld():
-    """The DESIGN.md env: a group of 8 ALFWorld episodes (short budget) replays one game."""
+    """The snippet's env: a group of 8 ALFWorld episodes (short budget) replays one game."""
     pytest.importorskip("alfworld")
     rng = np.random.default_rng(0)
     env = GraphCreditWrapper(gym.make("agentenvs/ALFWorld-v0", max_steps=5), group_size=8)
