@@ -24,6 +24,15 @@ def one_torch_thread():
 
 
 @pytest.fixture(scope="module")
+def tiny_dir():
+    """The tiny model's Hugging Face directory (``resolve_model("tiny")``: built once, cached)."""
+    pytest.importorskip("transformers")
+    from learners.llm.models import resolve_model
+
+    return resolve_model("tiny")
+
+
+@pytest.fixture(scope="module")
 def ray_session(request):
     """A Ray instance of the test module's own (``address="local"``: fresh even if another
     process runs a cluster here); the module is pickled by value, since Ray's workers cannot

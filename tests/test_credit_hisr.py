@@ -480,14 +480,6 @@ def test_feature_hindsight_favours_the_key_action_in_successes():
     np.testing.assert_allclose(np.array(again.score(reqs)), h)
 
 
-@pytest.fixture(scope="module")
-def tiny_dir():
-    pytest.importorskip("transformers")
-    from learners.llm.models import resolve_model
-
-    return resolve_model("tiny")
-
-
 @pytest.mark.usefixtures("one_torch_thread")
 def test_hf_scorer_matches_a_manual_token_by_token_computation(tiny_dir):
     import torch

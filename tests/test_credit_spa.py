@@ -321,14 +321,6 @@ def test_spa_is_deterministic():
 
 
 # -- the HF estimator (tiny model) ---------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_dir():
-    pytest.importorskip("transformers")
-    from learners.llm.models import resolve_model
-
-    return resolve_model("tiny")
-
-
 def _text_task(rng, m):
     words = ["go to desk 1", "take mug 1", "open drawer 2", "look"]
     trajs, targets = [], []

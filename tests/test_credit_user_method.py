@@ -37,20 +37,19 @@ def constant():
 
 def test_the_llm_trainer_updates_on_the_users_advantages(constant, tmp_path):
     pytest.importorskip("transformers")
+    from llm_fixtures import tiny_policy
+
     from learners.llm.config import TrainConfig
-    from learners.llm.policy import Policy
-    from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
     from learners.llm.trainer import Trainer
 
     def make_env():
         env = gym.make("agentenvs/Sokoban-v0", max_steps=2)
         return CreditWrapper(env, group_size=2, method="constant", config=ConstantConfig(-0.75))
 
-    tokenizer = build_tiny_tokenizer()
     config = TrainConfig(
         iterations=1, max_new_tokens=6, eval_tasks=2, micro_batch_size=4, torch_threads=1
     )
-    trainer = Trainer(config, Policy(build_tiny_model(tokenizer), tokenizer), tmp_path, [make_env])
+    trainer = Trainer(config, tiny_policy(), tmp_path, [make_env])
     seen = []
     update = trainer.update
     trainer.update = lambda steps: seen.extend(steps) or update(steps)

@@ -13,7 +13,6 @@ at most 9e-7 (0 when one rank holds every sample).
 """
 
 import csv
-import functools
 import os
 import socket
 import subprocess
@@ -28,12 +27,12 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from llm_fixtures import tiny_policy  # noqa: E402
+
 from agentenvs.core import Step  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.cursor import TaskCursor  # noqa: E402
 from learners.llm.distributed import Distributed  # noqa: E402
-from learners.llm.policy import Policy  # noqa: E402
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
 from wrappers import GraphCreditWrapper  # noqa: E402
 
@@ -77,15 +76,6 @@ EVAL_SPLITS = {"test": ["seed-65536", "seed-65537", "seed-65538"], "test_unseen"
 TIMEOUT_S = 240  # the whole 2-process job; a hang fails the test instead of the test run
 
 
-@functools.cache
-def _tokenizer():
-    return build_tiny_tokenizer()
-
-
-def _policy():
-    return Policy(build_tiny_model(_tokenizer(), seed=0), _tokenizer())
-
-
 def _group(g: int) -> list[Step]:
     """Credited group ``g``: 2 or 3 step-samples whose prompts share 20 tokens (one shared-prefix
     forward per micro-batch), responses of 1 to 5 tokens, distinct advantages; one truncated."""
@@ -114,7 +104,7 @@ def _trainer(out_dir, overrides, distributed=None, groups=1) -> Trainer:
     config = TrainConfig(iterations=1, **{**BASE, **overrides})
     return Trainer(
         config,
-        _policy(),
+        tiny_policy(),
         out_dir,
         _envs(groups),
         tensorboard=False,
@@ -235,7 +225,9 @@ def test_two_ranks_give_the_one_process_update(name, two_ranks, tmp_path):
     # every rank holds the same weights, bit for bit
     assert all(torch.equal(a, b) for a, b in zip(params0, params1, strict=True))
     # and they are one process's on the union of the samples, within float tolerance
-    start = [p.detach().float() for p in _policy().model.parameters()]  # what every run starts from
+    start = [
+        p.detach().float() for p in tiny_policy().model.parameters()
+    ]  # what every run starts from
     moved = max(float((a - b).abs().max()) for a, b in zip(single, start, strict=True))
     assert moved > 1e-4, "the update did not move the weights: nothing was compared"
     gap = max(float((a - b).abs().max()) for a, b in zip(params0, single, strict=True))

@@ -9,6 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from llm_fixtures import tiny_policy  # noqa: E402
+
 from agentenvs.core import EpisodeMemory, GenericPrompt, Step, Trajectory  # noqa: E402
 from agentenvs.sokoban.prompts import CompactSokobanPrompt  # noqa: E402
 from learners.llm.generation import (  # noqa: E402
@@ -20,7 +22,7 @@ from learners.llm.generation import (  # noqa: E402
 from learners.llm.loss import token_logprobs  # noqa: E402
 from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
 from learners.llm.rollout import Response, Sampler, take_samples  # noqa: E402
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
+from learners.llm.tiny import build_tiny_tokenizer  # noqa: E402
 
 #: What the taught model says after the prompt's ``<think>`` prefix: an action, then more moves.
 CHATTY = "go</think><action>up</action> down left right up down"
@@ -40,8 +42,8 @@ def chatty():
     """The tiny model taught (150 steps, a few seconds) to answer every compact Sokoban prompt
     with ``CHATTY``: without a stop string it talks on past ``</action>``, and never says EOS."""
     torch.manual_seed(0)
-    tok = build_tiny_tokenizer()
-    policy = Policy(build_tiny_model(tok, seed=0), tok)
+    policy = tiny_policy(seed=0)
+    tok = policy.tokenizer
     prompts = [
         policy.chat_ids(p.messages(m, obs, info), p.response_prefix)
         for p, m, obs, info in _requests()

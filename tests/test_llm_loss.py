@@ -7,6 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from llm_fixtures import tiny_policy  # noqa: E402
+
 from learners.llm.generation import HFGenerator  # noqa: E402
 from learners.llm.loss import (  # noqa: E402
     LOSS_AGG_MODES,
@@ -19,8 +21,8 @@ from learners.llm.loss import (  # noqa: E402
     ppo_token_losses,
     token_logprobs,
 )
-from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
+from learners.llm.policy import collate, response_logits  # noqa: E402
+from learners.llm.tiny import build_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -222,8 +224,7 @@ def test_chunked_logprob_and_entropy_gradients_pass_gradcheck():
 
 @pytest.fixture(scope="module")
 def tiny():
-    tok = build_tiny_tokenizer()
-    return Policy(build_tiny_model(tok, seed=1), tok)
+    return tiny_policy(seed=1)
 
 
 @pytest.mark.parametrize("mode", LOSS_AGG_MODES)

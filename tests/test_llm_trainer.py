@@ -2,7 +2,6 @@
 resume, LoRA, and the CPU-side logic of the GPU paths."""
 
 import csv
-import functools
 import math
 import warnings
 from pathlib import Path
@@ -14,6 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from llm_fixtures import tiny_policy  # noqa: E402
+
 import agentenvs  # noqa: E402
 from agentenvs.core import Step, TaskPanel, Trajectory, text_space  # noqa: E402
 from learners.llm.callbacks import TrainerCallback  # noqa: E402
@@ -22,7 +23,6 @@ from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.generation import HFGenerator  # noqa: E402
 from learners.llm.loss import token_logprobs  # noqa: E402
 from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
 
@@ -44,15 +44,6 @@ def _restore_torch_threads():
     torch.set_num_threads(threads)
 
 
-@functools.cache
-def _tokenizer():
-    return build_tiny_tokenizer()
-
-
-def _policy(seed=0):
-    return Policy(build_tiny_model(_tokenizer(), seed=seed), _tokenizer())
-
-
 def _graph_envs(n=2, group_size=2, max_steps=2):
     return [
         lambda: GraphCreditWrapper(
@@ -63,7 +54,7 @@ def _graph_envs(n=2, group_size=2, max_steps=2):
 
 def test_one_iteration_on_graph_credit_wrappers(tmp_path):
     config = TrainConfig(iterations=1, prompt_style="reference", **SMALL)
-    trainer = Trainer(config, _policy(), tmp_path, _graph_envs(), progress=False)
+    trainer = Trainer(config, tiny_policy(), tmp_path, _graph_envs(), progress=False)
     rows = trainer.train()
     trainer.close()
     assert [r["iteration"] for r in rows] == [0.0, 1.0]
@@ -96,7 +87,9 @@ def test_one_iteration_on_graph_credit_wrappers(tmp_path):
 
 def test_evaluation_keeps_every_episode_and_reports_the_paired_gain(tmp_path):
     config = TrainConfig(iterations=1, **{**SMALL, "eval_tasks": 3}, eval_modes=("greedy",))
-    trainer = Trainer(config, _policy(), tmp_path, _graph_envs(), tensorboard=False, progress=False)
+    trainer = Trainer(
+        config, tiny_policy(), tmp_path, _graph_envs(), tensorboard=False, progress=False
+    )
     rows = trainer.train()
     outcomes = trainer.logger.outcomes
     assert [(r["iteration"], r["split"], r["mode"]) for r in outcomes] == [
@@ -135,7 +128,7 @@ def test_callbacks_see_each_evaluation_and_each_logged_row_in_order(tmp_path):
     callbacks = [_Recorder("a", calls), _Recorder("b", calls)]
     trainer = Trainer(
         config,
-        _policy(),
+        tiny_policy(),
         tmp_path,
         _graph_envs(),
         tensorboard=False,
@@ -185,7 +178,7 @@ def test_every_test_split_is_evaluated_under_its_own_label(tmp_path):
     metrics ``eval/<split>.<mode>/...``, outcome rows naming their split and a gain per label."""
     config = TrainConfig(iterations=1, **SMALL)
     envs = [lambda: GraphCreditWrapper(_sokoban_with_test_splits(), group_size=2)] * 2
-    trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
+    trainer = Trainer(config, tiny_policy(), tmp_path, envs, tensorboard=False, progress=False)
     panel = trainer.eval_envs[0].tasks
     unseen = list(panel.ids("test_unseen"))
     assert len(unseen) == 3  # capped at eval_tasks=2
@@ -228,7 +221,9 @@ def test_train_llm_eval_splits_flag():
 def test_eval_splits_names_the_splits_and_test_tasks_is_the_test_split(tmp_path):
     envs = [lambda: GraphCreditWrapper(_sokoban_with_test_splits(), group_size=2)] * 2
     config = TrainConfig(eval_splits=("valid", "train"), eval_modes=("greedy",), **SMALL)
-    trainer = Trainer(config, _policy(), tmp_path / "a", envs, tensorboard=False, progress=False)
+    trainer = Trainer(
+        config, tiny_policy(), tmp_path / "a", envs, tensorboard=False, progress=False
+    )
     assert list(trainer.eval_splits) == ["valid", "train"]
     metrics = trainer.evaluate()
     trainer.close()
@@ -237,11 +232,13 @@ def test_eval_splits_names_the_splits_and_test_tasks_is_the_test_split(tmp_path)
         "eval/train.greedy/success_rate",
     }
     config = TrainConfig(test_tasks=["seed-65536"], eval_splits=("valid",), **SMALL)
-    trainer = Trainer(config, _policy(), tmp_path / "b", envs, tensorboard=False, progress=False)
+    trainer = Trainer(
+        config, tiny_policy(), tmp_path / "b", envs, tensorboard=False, progress=False
+    )
     assert trainer.eval_splits == {"test": ["seed-65536"]}
     trainer.close()
     with pytest.raises(KeyError, match="unknown split 'nope'"):
-        Trainer(TrainConfig(eval_splits=("nope",), **SMALL), _policy(), tmp_path / "c", envs)
+        Trainer(TrainConfig(eval_splits=("nope",), **SMALL), tiny_policy(), tmp_path / "c", envs)
     with pytest.raises(ValueError, match="eval_splits must be distinct"):
         TrainConfig(eval_splits=("test", "test"))
 
@@ -251,7 +248,7 @@ def test_one_iteration_on_a_grouped_vector_env(tmp_path):
         agentenvs.make_group_vec_env("agentenvs/Sokoban-v0", 2, 2, max_steps=2), "graph"
     )
     config = TrainConfig(iterations=1, **SMALL)
-    trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
+    trainer = Trainer(config, tiny_policy(), tmp_path, envs, tensorboard=False, progress=False)
     metrics = trainer.train_iteration()
     assert metrics["groups"] == 2.0 and metrics["samples"] == 8.0
     assert trainer.evaluate()["eval/greedy/episode_len"] == 2.0  # on the sync sub-envs' base envs
@@ -319,7 +316,7 @@ class EchoEnv(gym.Env):
 def _run(tmp_path, iterations, resume_from=None, **overrides):
     config = TrainConfig(iterations=iterations, seed=3, kl_coef=0.05, **{**SMALL, **overrides})
     envs = [lambda: UserCredit(gym.make("agentenvs/Sokoban-v0", max_steps=2))] * 2
-    trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
+    trainer = Trainer(config, tiny_policy(), tmp_path, envs, tensorboard=False, progress=False)
     if resume_from is not None:
         trainer.load_checkpoint(resume_from)
     losses = [trainer.train_iteration()["loss"] for _ in range(iterations - trainer.iteration)]
@@ -351,7 +348,7 @@ def test_user_env_trains_with_the_generic_prompt(tmp_path):
             iterations=1, train_tasks=["apple", "pear"], test_tasks=["plum"], **SMALL
         )
         envs = [lambda: GraphCreditWrapper(gym.make("test/Echo-v0"), group_size=2)] * 2
-        trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
+        trainer = Trainer(config, tiny_policy(), tmp_path, envs, tensorboard=False, progress=False)
         assert "Say apple." in trainer.prompts[0].render(*_fresh("Say apple."))
         rows = trainer.train()
         trainer.close()
@@ -365,7 +362,7 @@ def test_format_warm_start_needs_admissible_actions():
     from learners.llm.warm_start import format_warm_start
 
     with pytest.raises(ValueError, match="admissible_actions"):
-        format_warm_start(_policy(), EchoEnv(), ["apple"], steps=1)
+        format_warm_start(tiny_policy(), EchoEnv(), ["apple"], steps=1)
 
 
 def _fresh(obs):
@@ -378,7 +375,7 @@ def test_lora_trains_only_the_adapter(tmp_path):
     pytest.importorskip("peft")
     from peft import LoraConfig, get_peft_model
 
-    policy = _policy()
+    policy = tiny_policy()
     policy.model = get_peft_model(
         policy.model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
     )
@@ -398,7 +395,7 @@ def test_the_sync_check_shows_a_stale_backend(tmp_path):
 
     config = TrainConfig(iterations=2, seed=3, **SMALL)
     envs = [lambda: UserCredit(gym.make("agentenvs/Sokoban-v0", max_steps=2))] * 2
-    trainer = Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=False)
+    trainer = Trainer(config, tiny_policy(), tmp_path, envs, tensorboard=False, progress=False)
     shared = trainer.train_iteration()
     assert "sync/logprob_gap" not in shared  # HF sampling from the training model cannot drift
     # a backend that keeps the weights from before the next update: an engine never synced
@@ -418,12 +415,16 @@ def test_the_sync_check_shows_a_stale_backend(tmp_path):
 
 def test_per_env_defaults_come_from_the_env(tmp_path):
     trainer = Trainer(
-        TrainConfig(prompt_style="compact"), _policy(), tmp_path, _graph_envs(1), progress=False
+        TrainConfig(prompt_style="compact"), tiny_policy(), tmp_path, _graph_envs(1), progress=False
     )
     assert trainer.max_new_tokens == trainer.prompts[0].max_new_tokens == 40
     trainer.close()
     trainer = Trainer(
-        TrainConfig(prompt_style="reference"), _policy(), tmp_path, _graph_envs(1), progress=False
+        TrainConfig(prompt_style="reference"),
+        tiny_policy(),
+        tmp_path,
+        _graph_envs(1),
+        progress=False,
     )
     assert trainer.max_new_tokens == 512
     trainer.close()
@@ -434,7 +435,7 @@ def test_stop_at_action_end_reaches_the_sampler(tmp_path):
         config = TrainConfig(iterations=1, stop_at_action_end=flag, **SMALL)
         trainer = Trainer(
             config,
-            _policy(),
+            tiny_policy(),
             tmp_path,
             _graph_envs(1, max_steps=1),
             tensorboard=False,
@@ -472,7 +473,7 @@ def _update_grads(tmp_path, steps, **overrides):
     settings = {**SMALL, "lr": 0.0, "kl_coef": 0.05, "recompute_old_logprobs": True}
     config = TrainConfig(iterations=1, **{**settings, "eval_tasks": 0, **overrides})
     trainer = Trainer(
-        config, _policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
+        config, tiny_policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
     )
     seen = []
     params = trainer.precision.optimizer_params
@@ -528,7 +529,7 @@ def _trainer(tmp_path, policy=None, **overrides):
     settings = {**SMALL, "kl_coef": 0.05, "recompute_old_logprobs": True, "eval_tasks": 0}
     config = TrainConfig(iterations=1, **{**settings, **overrides})
     return Trainer(
-        config, policy or _policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
+        config, policy or tiny_policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
     )
 
 
@@ -619,7 +620,7 @@ def test_gradient_checkpointing_with_lora(tmp_path):
     peft = pytest.importorskip("peft")
     grads = []
     for ckpt in (False, True):
-        policy = _policy()
+        policy = tiny_policy()
         policy.model = peft.get_peft_model(
             policy.model, peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"])
         )
@@ -646,7 +647,7 @@ def test_token_budget_micro_batches_give_the_one_batch_update(tmp_path):
     assert trainer.updater._micro_batches(_hand_steps(), [0, 1, 2]) == [[1, 2], [0]]
     trainer.close()
     one, _ = _params_after_update(tmp_path / "b", micro_batch_size=8)
-    before = [p.detach().float() for p in _policy().model.parameters() if p.requires_grad]
+    before = [p.detach().float() for p in tiny_policy().model.parameters() if p.requires_grad]
     assert any(not torch.equal(a, b) for a, b in zip(before, one, strict=True))
     grads, _ = _update_grads(tmp_path / "d", _hand_steps(), micro_batch_size=8)
     for budget in (10, 5):
@@ -709,7 +710,7 @@ def test_memory_warning_fires_only_when_the_plan_does_not_fit(tmp_path, monkeypa
     monkeypatch.setattr(memcheck, "device_memory", lambda device: None)  # CPU: not checked
     assert (
         memcheck.warn_if_unfit(
-            TrainConfig(), _policy().model, "cpu", seq_len=8, response_len=4, mini_batch_size=1
+            TrainConfig(), tiny_policy().model, "cpu", seq_len=8, response_len=4, mini_batch_size=1
         )
         is None
     )
@@ -739,7 +740,7 @@ def test_bad_config_values_raise():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_iteration_with_bf16_autocast(tmp_path):
-    policy = _policy()
+    policy = tiny_policy()
     policy.model.to("cuda")
     policy.device = "cuda"
     config = TrainConfig(iterations=1, **SMALL)
@@ -762,7 +763,7 @@ def test_cuda_iteration_with_bf16_autocast(tmp_path):
     ids=["bf16-masters-ckpt", "bf16-plain-ref-offload", "fp16-autocast-token-budget"],
 )
 def test_cuda_iteration_with_low_precision_and_checkpointing(tmp_path, precision):
-    policy = _policy()
+    policy = tiny_policy()
     policy.model.to("cuda")
     policy.device = "cuda"
     config = TrainConfig(iterations=1, kl_coef=0.05, **{**SMALL, **precision})

@@ -1,7 +1,6 @@
 """The multi-turn format warm start (random walks, every turn, the learner's own prompts) and the
 progress bars of the warm start, rollouts and evaluation (on stderr, off with ``progress=False``)."""
 
-import functools
 import os
 import subprocess
 import sys
@@ -14,6 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
+
+from llm_fixtures import tiny_policy, tiny_tokenizer  # noqa: E402
 
 import agentenvs  # noqa: E402
 from agentenvs.core import EpisodeMemory, TaskPanel, TextAgentEnv, text_space  # noqa: E402
@@ -29,7 +30,6 @@ from learners.llm.rollout import (  # noqa: E402
     prompt_ids,
     prompts_of,
 )
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
 from learners.llm.warm_start import collect_states, format_warm_start  # noqa: E402
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
@@ -77,15 +77,6 @@ class Walk(TextAgentEnv[str]):
         return {"task": f"reach {self.target}."}
 
 
-@functools.cache
-def _tokenizer():
-    return build_tiny_tokenizer()
-
-
-def _policy(seed: int = 0) -> Policy:
-    return Policy(build_tiny_model(_tokenizer(), seed=seed), _tokenizer())
-
-
 class CountResets(gym.Wrapper):
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
@@ -98,14 +89,14 @@ class CountResets(gym.Wrapper):
 
 # -- the states ------------------------------------------------------------------------------------
 def test_states_come_from_random_walks_at_every_turn_with_the_learners_prompt():
-    policy, env = Policy(None, _tokenizer()), CountResets(Walk())  # collecting needs no model
+    policy, env = Policy(None, tiny_tokenizer()), CountResets(Walk())  # collecting needs no model
     states = collect_states(policy, env, env.unwrapped.tasks.ids("train"), max_states=40, seed=1)
     assert len(states) == 40
     assert {s.turn for s in states} == {1, 2, 3, 4}  # not first turns only
     assert 10 <= env.resets <= 40  # one reset per walk, walks of 1-4 turns
     prompt = agent_prompt_for(env, "compact")
     later = next(s for s in states if s.turn == 3)
-    text = _tokenizer().decode(later.prompt_ids)
+    text = tiny_tokenizer().decode(later.prompt_ids)
     assert "Your last moves: " in text and text.endswith(prompt.response_prefix)
     assert all(set(s.actions) <= set(Walk.MOVES) and len(s.actions) == 3 for s in states)
     first = collect_states(policy, Walk(), ["t5"], max_states=1)[0]
@@ -123,7 +114,7 @@ def test_collecting_is_bounded_on_a_huge_task_list():
     env = CountResets(gym.make("agentenvs/Sokoban-v0", max_steps=3))
     tasks = env.unwrapped.tasks.ids("train")
     assert len(tasks) > 60_000
-    states = collect_states(Policy(None, _tokenizer()), env, tasks, max_states=30)
+    states = collect_states(Policy(None, tiny_tokenizer()), env, tasks, max_states=30)
     assert len(states) == 30 and env.resets <= 30
 
 
@@ -133,9 +124,9 @@ def test_a_state_without_admissible_actions_is_a_clear_error():
             return []
 
     with pytest.raises(ValueError, match="'t1'.*no admissible_actions"):
-        collect_states(Policy(None, _tokenizer()), Mute(), ["t1"], max_states=4)
+        collect_states(Policy(None, tiny_tokenizer()), Mute(), ["t1"], max_states=4)
     with pytest.raises(ValueError, match="max_states >= 1"):
-        collect_states(Policy(None, _tokenizer()), Walk(), ["t1"], max_states=0)
+        collect_states(Policy(None, tiny_tokenizer()), Walk(), ["t1"], max_states=0)
 
 
 # -- the quality bar -------------------------------------------------------------------------------
@@ -159,7 +150,7 @@ def _later_turns(rates: dict[int, float]) -> float:
 
 def _warm(max_turns=None) -> Policy:
     torch.manual_seed(0)
-    policy, env = _policy(), Walk()
+    policy, env = tiny_policy(), Walk()
     tasks = env.tasks.ids("train")
     format_warm_start(policy, env, tasks, steps=100, max_states=256, max_turns=max_turns)
     return policy
@@ -185,9 +176,11 @@ def test_first_turns_only_leave_later_turns_invalid():
 # -- progress --------------------------------------------------------------------------------------
 def test_the_warm_start_bars_go_to_stderr_only_when_asked(capsys):
     env = Walk()
-    format_warm_start(_policy(), env, env.tasks.ids("train"), steps=3, max_states=8)
+    format_warm_start(tiny_policy(), env, env.tasks.ids("train"), steps=3, max_states=8)
     assert capsys.readouterr() == ("", "")
-    format_warm_start(_policy(), env, env.tasks.ids("train"), steps=3, max_states=8, progress=True)
+    format_warm_start(
+        tiny_policy(), env, env.tasks.ids("train"), steps=3, max_states=8, progress=True
+    )
     out, err = capsys.readouterr()
     assert out == ""
     assert "warm start: states: 100%|██████████| 8/8 " in err  # these bars stay
@@ -204,12 +197,12 @@ class Scripted:
 def test_the_sampler_reports_every_finished_episode():
     done = []
     envs = [gym.make("agentenvs/Sokoban-v0", max_steps=2) for _ in range(3)]
-    sample = Sampler(Policy(None, _tokenizer()), Scripted(), progress=done.append)
+    sample = Sampler(Policy(None, tiny_tokenizer()), Scripted(), progress=done.append)
     prompts = [p for e in envs for p in prompts_of(e, "compact")]
     play_episodes(envs, ["seed-0", "seed-1", "seed-2"], prompts, sample)
     assert done == [1, 1, 1] and sample.stats.episodes == 3
     vec = VectorCreditWrapper(agentenvs.make_group_vec_env("agentenvs/Sokoban-v0", 2, 2), "grpo")
-    sample = Sampler(Policy(None, _tokenizer()), Scripted(), progress=done.append)
+    sample = Sampler(Policy(None, tiny_tokenizer()), Scripted(), progress=done.append)
     collect_parallel(vec, ["seed-0", "seed-1"], prompts_of(vec, "compact"), sample)
     vec.close()
     assert sample.stats.episodes == 4 and len(done) == 7
@@ -220,7 +213,7 @@ def _trainer(tmp_path, progress: bool) -> Trainer:
     envs = [
         lambda: GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", max_steps=2), group_size=2)
     ] * 2
-    return Trainer(config, _policy(), tmp_path, envs, tensorboard=False, progress=progress)
+    return Trainer(config, tiny_policy(), tmp_path, envs, tensorboard=False, progress=progress)
 
 
 @pytest.mark.parametrize("progress", [True, False])

@@ -415,13 +415,12 @@ def test_vector_credit_wrapper_stores_each_credited_group_once(tmp_path):
 def test_the_learner_stores_each_iteration_once_across_a_resume(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    from llm_fixtures import tiny_policy
+
     from learners.llm.config import TrainConfig
-    from learners.llm.policy import Policy
-    from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
     from learners.llm.trainer import Trainer
     from wrappers import GraphCreditWrapper
 
-    tokenizer = build_tiny_tokenizer()
     envs = [lambda: GraphCreditWrapper(gym.make(ENV_ID, max_steps=2), group_size=2)] * 2
     out = tmp_path / "run-a"
     small = dict(max_new_tokens=6, eval_tasks=0, micro_batch_size=4, torch_threads=1)
@@ -429,8 +428,7 @@ def test_the_learner_stores_each_iteration_once_across_a_resume(tmp_path):
 
     def trainer(iterations: int, **extra) -> Trainer:
         config = TrainConfig(iterations=iterations, **small, **extra)
-        policy = Policy(build_tiny_model(tokenizer, seed=0), tokenizer)
-        return Trainer(config, policy, out, envs, tensorboard=False, progress=False)
+        return Trainer(config, tiny_policy(seed=0), out, envs, tensorboard=False, progress=False)
 
     try:
         first = trainer(1)
