@@ -253,6 +253,7 @@ def assert_passes_check_env(env):
 SLOW_CHECK_ENV = ("agentenvs/ALFWorld-v0", "agentenvs/WebShopBrowser-v0")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "env_id",
     [

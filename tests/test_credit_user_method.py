@@ -35,6 +35,7 @@ def constant():
     unregister_method("constant")
 
 
+@pytest.mark.integration
 def test_the_llm_trainer_updates_on_the_users_advantages(constant, tmp_path):
     pytest.importorskip("transformers")
     from llm_fixtures import tiny_policy

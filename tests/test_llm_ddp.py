@@ -217,6 +217,7 @@ def _one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_two_ranks_give_the_one_process_update(name, two_ranks, tmp_path):
     overrides, first, second = SCENARIOS[name]
@@ -307,6 +308,7 @@ def test_checkpoint_resumes_the_update_exactly(two_ranks, parallel):
     assert not all(torch.equal(a, b) for a, b in zip(restored, resumed, strict=True))
 
 
+@pytest.mark.integration
 def test_fsdp_refuses_what_it_does_not_shard(tmp_path):
     """FSDP's limits are errors, raised before any collective could hang."""
     two = Distributed(rank=0, world_size=2)

@@ -52,6 +52,7 @@ def _graph_envs(n=2, group_size=2, max_steps=2):
     ] * n
 
 
+@pytest.mark.integration
 def test_one_iteration_on_graph_credit_wrappers(tmp_path):
     config = TrainConfig(iterations=1, prompt_style="reference", **SMALL)
     trainer = Trainer(config, tiny_policy(), tmp_path, _graph_envs(), progress=False)
@@ -85,6 +86,7 @@ def test_one_iteration_on_graph_credit_wrappers(tmp_path):
     assert list((tmp_path / "tensorboard").iterdir())
 
 
+@pytest.mark.integration
 def test_evaluation_keeps_every_episode_and_reports_the_paired_gain(tmp_path):
     config = TrainConfig(iterations=1, **{**SMALL, "eval_tasks": 3}, eval_modes=("greedy",))
     trainer = Trainer(
@@ -122,6 +124,7 @@ class _Recorder(TrainerCallback):
         self.calls.append(("end", self.tag, trainer.iteration, dict(metrics), saved))
 
 
+@pytest.mark.integration
 def test_callbacks_see_each_evaluation_and_each_logged_row_in_order(tmp_path):
     config = TrainConfig(iterations=1, **{**SMALL, "eval_tasks": 1}, eval_modes=("greedy",))
     calls = []
@@ -173,6 +176,7 @@ def _sokoban_with_test_splits(max_steps=2):
     return env
 
 
+@pytest.mark.integration
 def test_every_test_split_is_evaluated_under_its_own_label(tmp_path):
     """Default ``eval_splits``: the panel's ``test_*`` splits, each capped at ``eval_tasks``, with
     metrics ``eval/<split>.<mode>/...``, outcome rows naming their split and a gain per label."""
@@ -218,6 +222,7 @@ def test_train_llm_eval_splits_flag():
     assert args.config.eval_splits == ("test_seen", "test_unseen")
 
 
+@pytest.mark.integration
 def test_eval_splits_names_the_splits_and_test_tasks_is_the_test_split(tmp_path):
     envs = [lambda: GraphCreditWrapper(_sokoban_with_test_splits(), group_size=2)] * 2
     config = TrainConfig(eval_splits=("valid", "train"), eval_modes=("greedy",), **SMALL)
@@ -243,6 +248,7 @@ def test_eval_splits_names_the_splits_and_test_tasks_is_the_test_split(tmp_path)
         TrainConfig(eval_splits=("test", "test"))
 
 
+@pytest.mark.integration
 def test_one_iteration_on_a_grouped_vector_env(tmp_path):
     envs = VectorCreditWrapper(
         agentenvs.make_group_vec_env("agentenvs/Sokoban-v0", 2, 2, max_steps=2), "graph"
@@ -341,6 +347,7 @@ def test_user_wrapper_trains_and_resume_reproduces_the_next_loss_bit_exactly(tmp
         assert state["masters"][0].dtype == torch.float32 and state["scaler"]["scale"] > 1
 
 
+@pytest.mark.integration
 def test_user_env_trains_with_the_generic_prompt(tmp_path):
     gym.register("test/Echo-v0", entry_point=EchoEnv)
     try:
@@ -371,6 +378,7 @@ def _fresh(obs):
     return EpisodeMemory(), obs, {}
 
 
+@pytest.mark.integration
 def test_lora_trains_only_the_adapter(tmp_path):
     pytest.importorskip("peft")
     from peft import LoraConfig, get_peft_model
@@ -390,6 +398,7 @@ def test_lora_trains_only_the_adapter(tmp_path):
     assert all("lora" in n for n, p in policy.model.named_parameters() if p.requires_grad)
 
 
+@pytest.mark.integration
 def test_the_sync_check_shows_a_stale_backend(tmp_path):
     import copy
 
@@ -413,6 +422,7 @@ def test_the_sync_check_shows_a_stale_backend(tmp_path):
     assert trainer.check_sync(_hand_steps()) == {}  # 0 turns the check off
 
 
+@pytest.mark.integration
 def test_per_env_defaults_come_from_the_env(tmp_path):
     trainer = Trainer(
         TrainConfig(prompt_style="compact"), tiny_policy(), tmp_path, _graph_envs(1), progress=False
@@ -430,6 +440,7 @@ def test_per_env_defaults_come_from_the_env(tmp_path):
     trainer.close()
 
 
+@pytest.mark.integration
 def test_stop_at_action_end_reaches_the_sampler(tmp_path):
     for flag in (True, False):
         config = TrainConfig(iterations=1, stop_at_action_end=flag, **SMALL)
@@ -553,6 +564,7 @@ def test_bf16_autocast_on_cpu_gives_a_finite_loss_close_to_fp32(tmp_path):
     assert cos > 0.95 and any(not torch.equal(a, b) for a, b in zip(fp32, bf16, strict=True))
 
 
+@pytest.mark.integration
 def test_bf16_weights_with_fp32_masters_step_the_masters(tmp_path):
     trainer = _trainer(tmp_path, weight_dtype="bfloat16", lr=1e-2)
     before = [p.detach().clone() for p in trainer.params]
@@ -575,6 +587,7 @@ def test_bf16_weights_with_fp32_masters_step_the_masters(tmp_path):
     plain.close()
 
 
+@pytest.mark.integration
 def test_fp16_loss_scaler_skips_a_step_on_inf_gradients(tmp_path):
     trainer = _trainer(tmp_path, weight_dtype="float16", lr=1e-2)
     scale = trainer.precision.scaler.get_scale()
@@ -616,6 +629,7 @@ def test_gradient_checkpointing_gives_the_same_gradients(tmp_path):
         assert torch.allclose(a, b, atol=1e-6)
 
 
+@pytest.mark.integration
 def test_gradient_checkpointing_with_lora(tmp_path):
     peft = pytest.importorskip("peft")
     grads = []
@@ -639,6 +653,7 @@ def test_gradient_checkpointing_with_lora(tmp_path):
         assert torch.allclose(a, b, atol=1e-6)
 
 
+@pytest.mark.integration
 def test_token_budget_micro_batches_give_the_one_batch_update(tmp_path):
     """Prompts of 4, 2, 3 and responses of 3, 1, 2 tokens: a budget of 10 padded tokens runs
     [1, 2] (2 x 5) then [0] (7); a budget of 5 runs each alone, sample 0 (7 > 5) too. Either way
@@ -664,6 +679,7 @@ def test_token_budget_micro_batches_give_the_one_batch_update(tmp_path):
             assert torch.allclose(a, b, atol=1e-6)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("offload", [False, True])
 def test_reference_logprobs_come_from_one_pass_per_update(tmp_path, offload):
     trainer = _trainer(
@@ -689,6 +705,7 @@ def test_reference_logprobs_come_from_one_pass_per_update(tmp_path, offload):
         assert np.allclose(ref[i], alone[0].numpy(), atol=1e-5)
 
 
+@pytest.mark.integration
 def test_memory_warning_fires_only_when_the_plan_does_not_fit(tmp_path, monkeypatch):
     import learners.llm.memcheck as memcheck
 

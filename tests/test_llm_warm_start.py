@@ -216,6 +216,7 @@ def _trainer(tmp_path, progress: bool) -> Trainer:
     return Trainer(config, tiny_policy(), tmp_path, envs, tensorboard=False, progress=progress)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("progress", [True, False])
 def test_rollout_and_evaluation_bars_follow_the_flag(tmp_path, capsys, progress):
     trainer = _trainer(tmp_path, progress)

@@ -412,6 +412,7 @@ def test_vector_credit_wrapper_stores_each_credited_group_once(tmp_path):
 
 
 # -- the LLM learner -------------------------------------------------------------------------------
+@pytest.mark.integration
 def test_the_learner_stores_each_iteration_once_across_a_resume(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")

@@ -217,6 +217,7 @@ def _verify(box, task: dict, tmp: Path) -> None:
     assert grade(box, snap, f2p, p2p, hidden=hidden, command=command).resolved, task["instance_id"]
 
 
+@pytest.mark.integration
 def test_panel_sample_gold_fixes_and_buggy_fails(box, tmp_path: Path) -> None:
     """20 tasks here; every task is played through the env in tests/test_swe_env.py (slow)."""
     tasks = _panel()

@@ -23,6 +23,7 @@ def _usage() -> tuple[float, int, int]:
     return process.memory_info().rss / 2**20, len(process.open_files()), threading.active_count()
 
 
+@pytest.mark.integration
 def test_one_thousand_episodes_through_one_app():
     shop = Shop.load("embedded")
     opener = urllib.request.build_opener()
