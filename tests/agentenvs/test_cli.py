@@ -16,7 +16,7 @@ from agentenvs.cli.main import main
 from agentenvs.core import Step, Trajectory
 from agentenvs.core.store import TrajectoryStore
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def agentenvs(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess:

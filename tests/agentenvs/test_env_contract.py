@@ -30,7 +30,7 @@ from wrappers import (
 )
 from wrappers.grouping import GroupAssembler
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Counter(TextAgentEnv[str]):
@@ -243,7 +243,7 @@ gymnasium.register("user_envs/Counter-v0", entry_point="{entry}")
 
 def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeypatch, capsys):
     (tmp_path / "my_credit.py").write_text(
-        textwrap.dedent(USER_MODULE.format(entry="tests.test_env_contract:Counter"))
+        textwrap.dedent(USER_MODULE.format(entry="tests.agentenvs.test_env_contract:Counter"))
     )
     monkeypatch.chdir(tmp_path)  # --import searches the current directory
     monkeypatch.syspath_prepend(str(ROOT))
@@ -271,7 +271,7 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
         "[agentenvs.credit_methods]\nmine = my_plugin_credit\n"
     )
     (plugin / "my_plugin_credit.py").write_text(
-        textwrap.dedent(USER_MODULE.format(entry="tests.test_env_contract:Counter"))
+        textwrap.dedent(USER_MODULE.format(entry="tests.agentenvs.test_env_contract:Counter"))
     )
     monkeypatch.syspath_prepend(str(plugin))
     try:

@@ -39,7 +39,7 @@ from agentenvs.searchqa.serve import (  # noqa: E402
     MAX_RESULTS,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 #: The bound on the server process's peak RSS (VmHWM) through the whole run, in MB.
 PEAK_RSS_MB = 400
 #: The bound on the small query's p99 under load over its p99 alone. The issue's bar is 10x; on

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("ray")
 pytest.importorskip("transformers")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 TIMINGS = ("time", "tokens_per_s", "outside_model_share", "credit_time_share")
 
 

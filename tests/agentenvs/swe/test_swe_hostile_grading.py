@@ -363,7 +363,7 @@ def test_a_non_editable_install_shows_no_gold_patch_inside(tmp_path):
     sandbox binds): its ``agentenvs`` package directory reads as empty inside (about 40 s)."""
     source = tmp_path / "src"  # a copy: building writes build/ and *.egg-info next to the code
     ignore = shutil.ignore_patterns(".*", "build", "*.egg-info", "__pycache__", "tests", "docs")
-    shutil.copytree(Path(__file__).resolve().parents[1], source, ignore=ignore)
+    shutil.copytree(Path(__file__).resolve().parents[3], source, ignore=ignore)
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
     wheels = tmp_path / "wheels"

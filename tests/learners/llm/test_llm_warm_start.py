@@ -34,7 +34,7 @@ from learners.llm.trainer import Trainer  # noqa: E402
 from learners.llm.warm_start import collect_states, format_warm_start  # noqa: E402
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 

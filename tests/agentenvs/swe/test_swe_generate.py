@@ -219,7 +219,7 @@ def _verify(box, task: dict, tmp: Path) -> None:
 
 @pytest.mark.integration
 def test_panel_sample_gold_fixes_and_buggy_fails(box, tmp_path: Path) -> None:
-    """20 tasks here; every task is played through the env in tests/test_swe_env.py (slow)."""
+    """20 tasks here; every task is played through the env in tests/agentenvs/swe/test_swe_env.py (slow)."""
     tasks = _panel()
     for task in tasks[:: max(1, len(tasks) // 20)][:20]:
         _verify(box, task, tmp_path)

@@ -12,7 +12,7 @@
   torch is imported, the model built and the code paths warmed up; compared with the plan's
   ``total - weights - reference`` (device "cpu", rollout "none"): within 25%.
 
-Run ``python tests/test_llm_plan.py '{"model": "tiny"}'`` to print one measurement as JSON.
+Run ``python tests/learners/llm/test_llm_plan.py '{"model": "tiny"}'`` to print one measurement as JSON.
 """
 
 from __future__ import annotations
@@ -547,7 +547,7 @@ def measure(spec: dict) -> dict:
     ``max_memory_allocated`` counts) rather than glibc's heap retention.
     """
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[3]
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
     done = subprocess.run(
         [sys.executable, __file__, json.dumps(spec)],

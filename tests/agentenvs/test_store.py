@@ -24,7 +24,7 @@ from agentenvs.core import Step, StoredGroup, Trajectory, TrajectoryStore, list_
 from wrappers import CreditWrapper, VectorCreditWrapper, credited_groups
 
 ENV_ID = "agentenvs/Sokoban-v0"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ["jsonl", "parquet"]
 
 

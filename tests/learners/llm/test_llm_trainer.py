@@ -26,7 +26,7 @@ from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 SMALL = dict(
     max_new_tokens=6,

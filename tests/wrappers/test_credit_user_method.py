@@ -15,7 +15,7 @@ import pytest
 import agentenvs  # noqa: F401
 from wrappers import CreditWrapper, make_config, register_method, unregister_method
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclasses.dataclass

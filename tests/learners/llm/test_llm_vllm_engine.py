@@ -30,7 +30,7 @@ from learners.llm.vllm_generator import VLLMGenerator  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 #: Engine settings: fp32, a small context, and a small share of RAM (its KV cache on CPU).
 ENGINE = dict(dtype="float32", gpu_memory_utilization=0.05, max_model_len=512, max_new_tokens=16)
 #: Largest |engine - trainer| log-prob (nats) of an engine holding the trainer's weights.

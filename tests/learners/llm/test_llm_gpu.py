@@ -6,7 +6,7 @@ Every test is marked ``gpu`` (the default run deselects them) and skips without 
 On a CUDA machine:
 
     pip install 'vllm>=0.10.2'
-    python -m pytest -m gpu tests/test_llm_gpu.py
+    python -m pytest -m gpu tests/learners/llm/test_llm_gpu.py
 
 Each test starts its own small engine on the tiny model (saved with ``save_tiny``, hidden size 128
 so the head size is 64; ``gpu_memory_utilization`` 0.15, ``max_model_len`` 1024) and shuts it down

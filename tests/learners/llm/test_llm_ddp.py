@@ -36,7 +36,7 @@ from learners.llm.distributed import Distributed  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
 from wrappers import GraphCreditWrapper  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 #: Every scenario: clipping active (grad_clip far below the gradient norm), 2 PPO epochs,
 #: micro-batches of 2 samples (ranks run different numbers of them), KL to the reference,
