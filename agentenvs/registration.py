@@ -2,7 +2,7 @@
 
 Every id keeps ``gym.make``'s default Gymnasium passive env checker (``PassiveEnvChecker``: it
 checks the spaces, and the first reset and step, then only passes calls through); each id passes it
-without a warning (tests/test_gym_conventions.py).
+without a warning (tests/agentenvs/test_gym_conventions.py).
 """
 
 from __future__ import annotations

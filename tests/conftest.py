@@ -1,4 +1,11 @@
-"""Fixtures shared by the test modules, and the skip-budget plugin (:mod:`skip_budget`)."""
+"""Fixtures shared by the test modules, and the skip-budget plugin (:mod:`skip_budget`).
+
+The test modules sit in folders mirroring the packages (tests/agentenvs/swe, tests/wrappers,
+tests/learners/llm, ...); the helper modules they import by name (:mod:`llm_fixtures`,
+:mod:`credit_builders`, :mod:`swe_golden`, :mod:`lost_worker`, :mod:`skip_budget`) stay here:
+pytest's default ``prepend`` import mode puts this folder on ``sys.path`` when it loads this file.
+Test file names stay unique across folders (no ``__init__.py``: a module is named by its basename).
+"""
 
 import time
 
@@ -21,6 +28,15 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir():
+    """The tiny model's Hugging Face directory (``resolve_model("tiny")``: built once, cached)."""
+    pytest.importorskip("transformers")
+    from learners.llm.models import resolve_model
+
+    return resolve_model("tiny")
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +73,7 @@ def actor_gone():
 
 
 #: The 100 real WebShop products and the real attribute file, shipped gzipped in
-#: ``tests/fixtures/webshop`` (MIT; source and licence beside them). ``$WEBSHOP_FIXTURE`` names
-#: another directory holding them, plain or gzipped.
+#: ``tests/fixtures/webshop`` (MIT; source and licence beside them).
 WEBSHOP_FIXTURE_FILES = ("products_100.jsonl", "items_ins_v2_1000.json")
 
 
@@ -67,12 +82,9 @@ def webshop_fixture_dir(tmp_path_factory) -> str:
     """A temporary directory holding the real 100-product WebShop sample (official format,
     decompressed under the official names)."""
     import gzip
-    import os
     from pathlib import Path
 
-    source = Path(
-        os.environ.get("WEBSHOP_FIXTURE") or Path(__file__).parent / "fixtures" / "webshop"
-    )
+    source = Path(__file__).parent / "fixtures" / "webshop"
     target = tmp_path_factory.mktemp("webshop100")
     for name in WEBSHOP_FIXTURE_FILES:
         plain, packed = source / name, source / f"{name}.gz"

