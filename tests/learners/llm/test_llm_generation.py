@@ -49,7 +49,7 @@ def chatty():
         for p, m, obs, info in _requests()
     ]
     answer = tok.encode(CHATTY, add_special_tokens=False)
-    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=1e-2)
+    optimizer = torch.optim.AdamW(policy.model.parameters(), lr=3e-3)  # 1e-2 diverges (2 heads)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -94,11 +94,11 @@ def test_hf_responses_end_at_the_stop_string_with_consistent_logprobs(chatty):
 
 def test_sampled_rows_stop_at_their_own_stop_string_in_a_mixed_batch(chatty):
     policy, prompts = chatty
-    gen = HFGenerator(policy, max_new_tokens=16, temperature=2.0, prefix_cache=False)
+    gen = HFGenerator(policy, max_new_tokens=16, temperature=1.5, prefix_cache=False)
     torch.manual_seed(3)
     samples = gen.generate(prompts * 4, stop=("</action>",))
     stopped = [s for s in samples if "</action>" in s.text]
-    # at temperature 2.0 some rows stop (short, padded up to the longest row, then trimmed) and
+    # at temperature 1.5 some rows stop (short, padded up to the longest row, then trimmed) and
     # some never say </action> within the budget (truncated)
     assert stopped and len(stopped) < len(samples)
     decode = policy.tokenizer.decode
@@ -113,7 +113,7 @@ def test_sampled_rows_stop_at_their_own_stop_string_in_a_mixed_batch(chatty):
         else:
             assert s.truncated and len(s.token_ids) == 16
     assert any(s.text.endswith("</action>") for s in stopped)
-    lp = _recomputed(policy, prompts * 4, samples, 2.0)
+    lp = _recomputed(policy, prompts * 4, samples, 1.5)
     for i, s in enumerate(samples):
         assert torch.allclose(lp[i, : len(s.logprobs)], torch.tensor(s.logprobs), atol=1e-4)
 
