@@ -111,6 +111,7 @@ ALFWORLD_LINE = re.compile(r"^test_(?:seen|unseen) success \((?:greedy|sampled),
 
 
 @pytest.mark.slow
+@pytest.mark.long  # ~8 minutes on 2 idle cores, 15 under load
 def test_the_alfworld_line_prints_the_readme_report(tmp_path):
     """The README's ALFWorld command (its recipe: format warm start, GraphGPO, a CPU-sized
     evaluation) prints exactly the four report lines the README quotes."""
