@@ -2,7 +2,8 @@
 :func:`episode_success`), the action parser, task panels, the text-env base (and with it the
 ``info`` keys credit wrappers read: ``state_key``, ``action_valid``, ``action_key``, ...), the
 agent prompts (the ``agent_prompt`` hook) and the crash-safe trajectory store
-(:mod:`agentenvs.core.store`).
+(:mod:`agentenvs.core.store`, with its record format in :mod:`agentenvs.core.store_format` and its
+readers in :mod:`agentenvs.core.store_read`).
 
 Everything here depends on gymnasium and numpy only (the store's Parquet format on pyarrow, imported
 when used); it never imports the envs, the wrappers or the learners.

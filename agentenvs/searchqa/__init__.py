@@ -10,5 +10,6 @@ Modules: :mod:`~agentenvs.searchqa.env` (``SearchQAEnv``, ``agentenvs/SearchQA-v
 :mod:`~agentenvs.searchqa.retrieval` (the retriever interface and ``/retrieve`` wire format),
 :mod:`~agentenvs.searchqa.bm25`, :mod:`~agentenvs.searchqa.dense` and
 :mod:`~agentenvs.searchqa.remote` (retrievers) and :mod:`~agentenvs.searchqa.serve` (the retrieval
-server; ``python -m agentenvs.searchqa.serve``). Documentation: docs/searchqa.md.
+server; ``python -m agentenvs.searchqa.serve``; its HTTP side in
+:mod:`~agentenvs.searchqa.serve_http`). Documentation: docs/searchqa.md.
 """

@@ -10,6 +10,7 @@ views), :mod:`~agentenvs.webshop.html` (HTML pages and their visible text),
 :mod:`~agentenvs.webshop.catalog` and :mod:`~agentenvs.webshop.goals` (data and goals),
 :mod:`~agentenvs.webshop.search` (BM25), :mod:`~agentenvs.webshop.score` (the purchase score),
 :mod:`~agentenvs.webshop.prompts` (agent prompts) and :mod:`~agentenvs.webshop.generate` (rebuilds
-the embedded catalogue, from the word lists of :mod:`~agentenvs.webshop.vocabulary`).
+the embedded catalogue, from the word lists of :mod:`~agentenvs.webshop.vocabulary`; its title,
+quantity and price text in :mod:`~agentenvs.webshop.generate_words`).
 Documentation: docs/webshop.md.
 """

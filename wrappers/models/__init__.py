@@ -1,7 +1,9 @@
 """wrappers.models: the model-backed parts of credit assignment (what TRIAGE, HISR and SPA consult).
 
 * :mod:`wrappers.models.progress` - SPA's (and HISR's) progress estimators: tabular, feature MLP,
-  a Hugging Face model with a value head; :func:`~wrappers.models.progress.make_estimator`.
+  a Hugging Face model with a value head; :func:`~wrappers.models.progress.make_estimator`
+  (its protocol and shared loss in :mod:`~wrappers.models.progress_core`, its Hugging Face
+  estimator in :mod:`~wrappers.models.progress_hf`).
 * :mod:`wrappers.models.hindsight` - HISR's hindsight scorers (feature classifier, causal LM).
 * :mod:`wrappers.models.judges` - TRIAGE's judges (oracle, local HF model, OpenAI-compatible
   HTTP server), their prompt, request and cache.
