@@ -1,13 +1,15 @@
-"""The sandbox interface and the pieces every sandbox shares (re-exported by :mod:`agentenvs.swe.sandbox`).
+"""The sandbox interface and the pieces every sandbox shares (re-exported by
+:mod:`agentenvs.swe.sandbox`).
 
 This module holds:
 
 * :class:`Limits` - resource caps of one command; :class:`Caps` - how a sandbox enforces them.
 * :class:`Bind` - an extra host directory for one run.
 * :class:`Sandbox` - the abstract interface (``run``, ``caps``, ``bound``, ``close``).
-* ``MAX_COMMAND_BYTES`` and the command check, output capture (``_Capture``), the wall-clock,
-  disk, process and memory watchdog (``_Watchdog``) and process-group killing (``_killpg``),
-  the host interpreter's paths (``_interpreter_paths``).
+* ``MAX_COMMAND_BYTES`` and the command check (``_unusable_command``), output capture
+  (``_Capture``), the watchdog (``_Watchdog``: wall clock, workspace size and a process/memory
+  probe), process-group killing (``_killpg``) and the host interpreter's paths
+  (``_interpreter_paths``).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ This module holds:
 * :class:`BwrapSandbox` - read-only system, the workspace bound at ``/testbed``, no network, own
   PID namespace, an allowlisted ``/etc`` (``ETC_ALLOWLIST``), the host interpreter's prefixes
   read-only, an unprivileged host uid and a memory cgroup per command.
-* the helpers that build its ``bwrap`` arguments (interpreter paths, private paths, binds, the
-  ``/etc`` copy).
+* the helpers that build its ``bwrap`` arguments (the package and cache paths hidden under a
+  bound prefix, binds, the ``/etc`` copy).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ This module holds:
 
 * ``_MemoryCgroups`` / ``_memory_cgroups()`` - a memory cgroup per command (v1 or v2, located
   once, swept at exit).
-* ``_NamespaceCounter`` - counts the processes (and their resident memory) of one PID namespace,
-  the watchdog's fallback when no cgroup is available.
+* ``_NamespaceCounter`` - counts the processes of one PID namespace for the process cap, and sums
+  their resident memory where no cgroup caps it.
 """
 
 from __future__ import annotations

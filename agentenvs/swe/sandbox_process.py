@@ -1,4 +1,5 @@
-"""Sandboxes that run the command as a host subprocess (re-exported by :mod:`agentenvs.swe.sandbox`).
+"""Sandboxes that run the command as a host subprocess (re-exported by
+:mod:`agentenvs.swe.sandbox`).
 
 This module holds:
 
