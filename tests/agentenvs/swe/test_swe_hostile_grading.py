@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from swe_golden import write_golden_task
 
-from agentenvs.swe import sandbox as sandbox_module
+from agentenvs.swe import sandbox_bwrap
 from agentenvs.swe.env import SWEEnv
 from agentenvs.swe.grading import DEFAULT_TEST_COMMAND, grade, run_tests
 from agentenvs.swe.sandbox import BwrapSandbox, bwrap_available
@@ -335,11 +335,11 @@ def test_an_installed_package_and_cache_under_a_bound_prefix_are_hidden(tmp_path
     (prefix / "cache" / "swe").mkdir(parents=True)
     (prefix / "cache" / "swe" / "snap.py").write_text("HIDDEN")
     (prefix / "visible.txt").write_text("ok")
-    real = sandbox_module._interpreter_paths
+    real = sandbox_bwrap._interpreter_paths
     monkeypatch.setattr(
-        sandbox_module, "_interpreter_paths", lambda: ([*real()[0], str(prefix)], real()[1])
+        sandbox_bwrap, "_interpreter_paths", lambda: ([*real()[0], str(prefix)], real()[1])
     )
-    monkeypatch.setattr(sandbox_module, "_PACKAGE_DIR", str(package))
+    monkeypatch.setattr(sandbox_bwrap, "_PACKAGE_DIR", str(package))
     monkeypatch.setenv("AGENTENVS_CACHE", str(prefix / "cache"))
     box = BwrapSandbox()
     try:

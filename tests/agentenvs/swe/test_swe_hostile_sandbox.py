@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentenvs.swe import sandbox as sandbox_module
+from agentenvs.swe import sandbox_memory
 from agentenvs.swe import workspace as workspace_module
 from agentenvs.swe.r2e import FileEditor
 from agentenvs.swe.sandbox import BwrapSandbox, Limits, LocalSandbox, bwrap_available
@@ -217,7 +217,7 @@ def test_memory_option_is_checked() -> None:
 def test_memory_cgroups_are_removed(box: BwrapSandbox, workspace: Workspace) -> None:
     if box.caps.memory != "cgroup":
         pytest.skip("no memory cgroup here")
-    base = sandbox_module._MemoryCgroups.locate()[0]
+    base = sandbox_memory._MemoryCgroups.locate()[0]
 
     def ours() -> list[str]:
         return [n for n in os.listdir(base) if n.startswith(f"agentenvs-{os.getpid()}-")]
@@ -225,7 +225,7 @@ def test_memory_cgroups_are_removed(box: BwrapSandbox, workspace: Workspace) -> 
     for _ in range(5):
         assert box.run("sleep 0.01 & true", workspace).exit_code == 0
     assert len(ours()) <= 1  # each command removes the ones before it; the last one goes...
-    sandbox_module._memory_cgroups().sweep(2.0)  # ...at the latest at exit
+    sandbox_memory._memory_cgroups().sweep(2.0)  # ...at the latest at exit
     assert ours() == []
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from agentenvs.swe import sandbox as sandbox_module
+from agentenvs.swe import sandbox_process
 from agentenvs.swe.calls import TIMEOUT_EXIT_CODE, CommandResult
 from agentenvs.swe.sandbox import (
     BwrapSandbox,
@@ -420,7 +421,7 @@ def test_bwrap_missing_is_reported(monkeypatch) -> None:
 
 
 def test_local_warns_once(monkeypatch) -> None:
-    monkeypatch.setattr(sandbox_module, "_local_warned", False)
+    monkeypatch.setattr(sandbox_process, "_local_warned", False)
     with pytest.warns(RuntimeWarning, match="weaker"):
         LocalSandbox().close()
     with warnings.catch_warnings():
@@ -448,14 +449,14 @@ def test_bwrap_retries_when_the_host_is_briefly_out_of_processes(bwrap, workspac
     """bwrap's own EAGAIN report (the command never ran) is retried; a command's own output
     that merely mentions it is not."""
     eagain = CommandResult(1, "", "bwrap: Can't fork for pid 1: Resource temporarily unavailable\n")
-    real = sandbox_module._ProcessSandbox._run_once
+    real = sandbox_process._ProcessSandbox._run_once
     calls = []
 
     def flaky(self, *args):
         calls.append(args[0])
         return eagain if len(calls) <= 2 else real(self, *args)
 
-    monkeypatch.setattr(sandbox_module._ProcessSandbox, "_run_once", flaky)
+    monkeypatch.setattr(sandbox_process._ProcessSandbox, "_run_once", flaky)
     result = bwrap.run("echo ran", workspace)
     assert (result.exit_code, result.stdout, len(calls)) == (0, "ran\n", 3)
     calls.clear()
