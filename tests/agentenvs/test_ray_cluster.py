@@ -18,14 +18,14 @@ pytest.importorskip("ray")
 
 CLIENT = """
 import sys, agentenvs, ray
-from wrappers import VectorCreditWrapper
+from wrappers import VectorCreditWrapper, credited_groups
 envs = VectorCreditWrapper(agentenvs.make_group_vec_env(
     "agentenvs/Sokoban-v0", 1, 2, "ray", vector_kwargs={"address": sys.argv[1], "num_workers": 2},
     action_format="plain", max_steps=3), "grpo")
 envs.reset(seed=0)
 groups = []
 while not groups:
-    groups = envs.step(["up", "up"])[-1].get("credit", [])
+    groups = credited_groups(envs.step(["up", "up"])[-1])
 print(ray.get_runtime_context().gcs_address, len(groups[0]))
 envs.close()
 """
