@@ -29,6 +29,8 @@ if _missing("torch", "stable_baselines3"):
 # collected where their package is missing, so they add no skips to the default run.
 if _missing("verl", "torch", "tensordict"):
     collect_ignore_glob += ["learners/verl.py", "tests/learners/test_reach_verl.py"]
+if _missing("trl", "torch", "transformers", "datasets"):
+    collect_ignore_glob += ["learners/trl.py", "tests/learners/test_reach_trl.py"]
 if _missing("openenv", "uvicorn"):
     collect_ignore_glob += [
         "agentenvs/serve/openenv.py",

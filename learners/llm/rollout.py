@@ -157,7 +157,7 @@ class Sampler:
     def __call__(
         self, requests: Sequence[tuple[AgentPrompt, EpisodeMemory, Any, dict[str, Any]]]
     ) -> list[Response]:
-        ids = [prompt_ids(self.policy, *request) for request in requests]
+        ids = [self.context_ids(*request) for request in requests]
         t0 = time.perf_counter()
         by_stop: dict[tuple[str, ...], list[int]] = {}
         for i, (p, *_) in enumerate(requests):
@@ -179,6 +179,14 @@ class Sampler:
             )
             for (p, *_), ids_of_prompt, s in zip(requests, ids, samples, strict=True)
         ]
+
+    def context_ids(
+        self, prompt: AgentPrompt, memory: EpisodeMemory, observation: Any, info: dict
+    ) -> list[int]:
+        """The token ids a request's response is sampled after (its :class:`Response`'s
+        ``prompt_ids``): the step's prompt (:func:`prompt_ids`). A subclass may prepend the
+        episode's earlier turns (``learners.trl`` does: one token sequence per episode)."""
+        return prompt_ids(self.policy, prompt, memory, observation, info)
 
     def episode_done(self) -> None:
         """Count an episode that ended and report it to ``progress``."""

@@ -1,0 +1,230 @@
+"""TRL's ``GRPOTrainer`` on agentenvs envs, with our per-step credit (extra ``trl``; tested with
+trl 1.16.0).
+
+:class:`CreditGRPOTrainer` is a ``GRPOTrainer`` whose rollouts go through TRL's multi-turn hook,
+``rollout_func``, and whose advantages are the ones our credit wrappers wrote, token by token:
+
+* **Rollout.** The training dataset is a column of task ids (``prompt``). TRL's sampler repeats
+  each one ``num_generations`` times in a row; each block of identical ids is one *group*: a
+  credit-wrapped env (``env_fn()``, e.g. ``GraphCreditWrapper(env, group_size=G)``, with ``G`` =
+  ``num_generations``) plays ``G`` episodes of that task (``options={"task_id": ...}``) with the
+  trainer's model, through our learner's rollout loop (:class:`~learners.llm.env_source.CreditedEnvs`,
+  :class:`~learners.llm.rollout.Sampler`): the env's own agent prompt, action syntax and stop
+  strings. The wrapper hands the credited group back in ``info["credit"]``.
+* **One TRL row per episode.** Each step is sampled after the whole episode so far
+  (:class:`EpisodeSampler`): step 1's prompt, its response, step 2's prompt (the env's full
+  prompt of that step, chat template included), its response, ... So one episode is one token
+  sequence, sampled exactly as TRL scores it: TRL's ``prompt_ids`` are step 1's prompt, its
+  ``completion_ids`` the rest, and ``env_mask`` (TRL's name for it) is 1 on response tokens, 0
+  on the env's prompt tokens (no loss there). The sequence grows with the episode: a small
+  ``history_length`` (the env's prompt repeats recent turns) or a short ``max_steps`` keeps it
+  inside the model's context.
+* **Per-token advantages.** TRL computes its group-normalised trajectory advantage (one value
+  per row, from the episode return that :func:`episode_return` reports) and logs it;
+  :meth:`CreditGRPOTrainer._generate_and_score_completions` then replaces it by a
+  ``(rows, completion tokens)`` tensor: each step's response tokens carry that step's advantage
+  (``Step.advantage``, as the wrapper wrote it), env tokens 0. TRL's loss accepts such a tensor
+  (``advantages`` of shape ``(B, T)``). No estimator is called here: the wrapper's method decides
+  (``grpo`` through this path reproduces TRL's own advantages: :data:`TRL_GRPO`).
+
+One process only (TRL's sampler may split a group across processes). This module holds:
+:data:`TRL_GRPO`, :class:`EpisodeSampler`, :func:`episode_row`, :func:`episode_return`,
+:func:`task_dataset`, :class:`CreditGRPOTrainer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import torch
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+
+from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory
+from learners.llm.env_source import CreditedEnvs
+from learners.llm.generation import HFGenerator
+from learners.llm.policy import Policy
+from learners.llm.rollout import Sampler, group_size_of
+from wrappers.grpo import GRPOConfig as CreditGRPOConfig
+
+__all__ = [
+    "TRL_GRPO",
+    "EpisodeSampler",
+    "episode_row",
+    "episode_return",
+    "task_dataset",
+    "CreditGRPOTrainer",
+]
+
+#: Our ``grpo`` config that equals TRL's GRPO advantage (``scale_rewards="group"``): the episode
+#: return z-scored in its group with the sample std plus 1e-4.
+TRL_GRPO = CreditGRPOConfig(episode_norm="trajectory", norm="mean_std", ddof=1, eps=1e-4)
+
+
+class EpisodeSampler(Sampler):
+    """A :class:`~learners.llm.rollout.Sampler` that samples each step after its episode's
+    earlier steps (prompts and responses), so a step's ``Response.prompt_ids`` is the whole
+    episode so far followed by the step's own prompt."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._so_far: dict[int, tuple[EpisodeMemory, list[int]]] = {}  # id(memory) -> tokens
+
+    def context_ids(
+        self, prompt: AgentPrompt, memory: EpisodeMemory, observation: Any, info: dict
+    ) -> list[int]:
+        before = self._so_far.get(id(memory), (memory, []))[1]
+        return before + super().context_ids(prompt, memory, observation, info)
+
+    def __call__(self, requests: Sequence[tuple]) -> list:
+        responses = super().__call__(requests)
+        for (_, memory, *_), r in zip(requests, responses, strict=True):
+            # the memory is kept alive with its tokens, so its id names one episode
+            self._so_far[id(memory)] = (memory, [*r.prompt_ids, *r.response_ids])
+        return responses
+
+
+def episode_row(traj: Trajectory) -> dict[str, list]:
+    """One TRL row of a credited episode sampled by :class:`EpisodeSampler`.
+
+    Returns ``prompt_ids`` (step 1's prompt), ``completion_ids`` (the rest of the sequence),
+    and, one per completion token, ``logprobs`` (the sampling log-probs; 0 on env tokens),
+    ``env_mask`` (1 on response tokens) and ``token_advantages`` (the step's advantage on its
+    response tokens, 0 on env tokens).
+    """
+    first, last = traj.steps[0].extras, traj.steps[-1].extras
+    start = len(first["prompt_ids"])
+    sequence = [*last["prompt_ids"], *last["response_ids"]]
+    n = len(sequence) - start
+    logprobs, mask, advantages = [0.0] * n, [0] * n, [0.0] * n
+    for step in traj.steps:
+        lo = len(step.extras["prompt_ids"]) - start
+        hi = lo + len(step.extras["response_ids"])
+        if sequence[start + lo : start + hi] != step.extras["response_ids"].tolist():
+            raise ValueError("the episode's steps were not sampled by an EpisodeSampler")
+        logprobs[lo:hi] = step.extras["logprobs"].tolist()
+        mask[lo:hi] = [1] * (hi - lo)
+        advantages[lo:hi] = [float(step.advantage)] * (hi - lo)
+    return {
+        "prompt_ids": sequence[:start],
+        "completion_ids": sequence[start:],
+        "logprobs": logprobs,
+        "env_mask": mask,
+        "token_advantages": advantages,
+    }
+
+
+def episode_return(prompts: list, completions: list, episode_return: list, **_: Any) -> list:
+    """TRL reward function: each row's episode return (sum of env rewards), reported by the
+    rollout. TRL logs it and builds its own trajectory advantage from it (then replaced)."""
+    return list(episode_return)
+
+
+def task_dataset(task_ids: Sequence[str]) -> Dataset:
+    """The training dataset: one row per task id (column ``prompt``)."""
+    return Dataset.from_dict({"prompt": [str(t) for t in task_ids]})
+
+
+class CreditGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` over credit-wrapped agentenvs envs, per-step advantages (module docstring).
+
+    Args:
+        model: a causal LM (a ``PreTrainedModel``) or a model id / path, as for ``GRPOTrainer``.
+        env_fn: makes one credit-wrapped env whose ``group_size`` equals
+            ``args.num_generations`` (``GraphCreditWrapper(gym.make(...), group_size=G)``).
+        args: TRL's ``GRPOConfig``; ``max_completion_length`` is the response budget of each
+            *step* (tokens); ``temperature`` and ``top_p`` are the sampling settings.
+        processing_class: the tokenizer (its chat template renders the env's prompts).
+        train_dataset: task ids (:func:`task_dataset`); default: the env's ``train`` split.
+        prompt_style, history_length: which agent prompt the env renders (its ``agent_prompt``
+            hook; ``history_length=None`` keeps the env's default).
+        reward_funcs: TRL reward functions; default :func:`episode_return`.
+        kwargs: passed to ``GRPOTrainer``.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        env_fn: Callable[[], gym.Env],
+        args: GRPOConfig,
+        *,
+        processing_class: Any,
+        train_dataset: Dataset | None = None,
+        prompt_style: str = "reference",
+        history_length: int | None = None,
+        reward_funcs: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        if args.mask_truncated_completions:
+            raise ValueError(
+                "mask_truncated_completions would mask whole episodes: a step's response ends "
+                "at the env's stop string, which TRL reads as truncation"
+            )
+        per_call = args.per_device_train_batch_size * args.steps_per_generation
+        if per_call % args.num_generations:
+            raise ValueError(
+                f"{per_call} rows per generation are not whole groups of {args.num_generations}"
+            )
+        self.envs = CreditedEnvs(
+            [env_fn] * (per_call // args.num_generations), None, prompt_style, history_length
+        )
+        sizes = {group_size_of(env, 0) for env in self.envs.envs}
+        if sizes != {args.num_generations}:
+            raise ValueError(
+                f"env_fn must make a credit wrapper with group_size={args.num_generations} "
+                f"(num_generations), got group sizes {sorted(sizes)}"
+            )
+        if train_dataset is None:
+            panel = self.envs.task_panel()
+            if panel is None:
+                raise ValueError("the env has no task panel: pass train_dataset=task_dataset(ids)")
+            train_dataset = task_dataset(panel.ids("train"))
+        #: The credited groups of the last rollout (one per task, ``num_generations`` episodes).
+        self.last_groups: list[list[Trajectory]] = []
+        super().__init__(
+            model=model,
+            reward_funcs=reward_funcs or episode_return,
+            args=args,
+            train_dataset=train_dataset,
+            processing_class=processing_class,
+            rollout_func=self.rollout,
+            **kwargs,
+        )
+        if self.accelerator.num_processes != 1:
+            raise NotImplementedError("CreditGRPOTrainer runs in one process")
+
+    def rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
+        """TRL's ``rollout_func``: one credited group per block of ``num_generations`` identical
+        task ids in ``prompts``; one row per episode (:func:`episode_row`) plus each row's
+        ``episode_return``."""
+        g = self.num_generations
+        tasks = [str(t) for t in prompts[::g]]
+        if [str(p) for p in prompts] != [t for t in tasks for _ in range(g)]:
+            raise ValueError(f"prompts must come in blocks of {g} identical task ids")
+        policy = Policy(self.accelerator.unwrap_model(self.model), self.processing_class)
+        generator = HFGenerator(
+            policy,
+            max_new_tokens=self.args.max_completion_length,
+            temperature=self.args.temperature,
+            top_p=self.args.top_p,
+        )
+        groups, _ = self.envs.play_groups(tasks, EpisodeSampler(policy, generator))
+        self.last_groups = groups
+        rows = [episode_row(t) for group in groups for t in group]
+        out = {key: [row[key] for row in rows] for key in rows[0]}
+        out["episode_return"] = [t.total_return for group in groups for t in group]
+        return out
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """TRL's batch, its ``advantages`` replaced by the rows' per-token step advantages
+        (``(rows, completion tokens)``, float32; padding 0)."""
+        output = super()._generate_and_score_completions(inputs)
+        ids = output["completion_ids"]
+        advantages = torch.zeros(ids.shape, dtype=torch.float32)
+        for i, x in enumerate(inputs):  # TRL merged the rollout's fields into the inputs
+            values = x["token_advantages"]
+            advantages[i, : len(values)] = torch.tensor(values, dtype=torch.float32)
+        output["advantages"] = advantages.to(ids.device)
+        return output
