@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "reach" suites: our code inside the real verl and OpenEnv from PyPI, on CPU. verl pins
+# The "reach" suites: our code inside the real verl, OpenEnv and TRL from PyPI, on CPU. verl pins
 # transformers < 5.11 (ours is newer), so they get a venv of their own ($REACH_VENV, default
 # .reach-venv) with the fewest packages that import what the tests use: torch first (the local
 # CPU build, pinned in every install so pip never pulls a CUDA one), verl without its
@@ -20,6 +20,11 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
 # websockets; its CLI, Gradio UI and hub tooling are not needed.
 "$py" -m pip install -q --no-deps openenv==0.10.0
 "$py" -m pip install -q "${pin[@]}" "fastmcp>=3,<4" websockets httpx requests
+# TRL: its GRPOTrainer accepts verl's transformers pin (it needs >= 4.56); accelerate, datasets,
+# pandas and pyarrow come with it.
+"$py" -m pip install -q "${pin[@]}" trl==1.16.0
 "$py" -m pip install -q --no-deps -e .
 "$py" -m pytest -p no:cacheprovider -m reach -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py
 "$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve   # their doctests
+TRL_EXPERIMENTAL_SILENCE=1 "$py" -m pytest -p no:cacheprovider -m reach -rs \
+  tests/learners/test_reach_trl.py tests/test_readme.py   # TRL, and the README's TRL snippet

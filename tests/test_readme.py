@@ -10,13 +10,26 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
 
 
+#: Snippets that run in the reach venv only (scripts/test_reach.sh): marked, not skipped.
+REACH = ("learners.trl",)
+
+
 def test_readme_has_snippets():
     assert len(BLOCKS) >= 3
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
+@pytest.mark.parametrize(
+    "index",
+    [
+        pytest.param(i, marks=[pytest.mark.reach] if any(m in b for m in REACH) else [])
+        for i, b in enumerate(BLOCKS)
+    ],
+)
 def test_readme_snippet_runs(index, monkeypatch, tmp_path):
     code = BLOCKS[index]
+    if "learners.trl" in code:
+        pytest.importorskip("trl")
+        pytest.importorskip("torch").set_num_threads(1)
     if "ALFWorld" in code:
         pytest.importorskip("alfworld")
     if "SearchQA" in code:
