@@ -142,6 +142,11 @@ class CreditGRPOTrainer(GRPOTrainer):
             hook; ``history_length=None`` keeps the env's default).
         reward_funcs: TRL reward functions; default :func:`episode_return`.
         kwargs: passed to ``GRPOTrainer``.
+
+    Attributes:
+        envs: the training envs (one per group of a generation batch), a
+            :class:`~learners.llm.env_source.CreditedEnvs`; ``trainer.envs.close()`` closes them.
+        last_groups: the credited groups of the last rollout, in row order.
     """
 
     def __init__(
@@ -181,7 +186,6 @@ class CreditGRPOTrainer(GRPOTrainer):
             if panel is None:
                 raise ValueError("the env has no task panel: pass train_dataset=task_dataset(ids)")
             train_dataset = task_dataset(panel.ids("train"))
-        #: The credited groups of the last rollout (one per task, ``num_generations`` episodes).
         self.last_groups: list[list[Trajectory]] = []
         super().__init__(
             model=model,
