@@ -37,6 +37,8 @@ from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 __all__ = ["ALFWorldEnv"]
 
 _TASK_MARKER = "Your task is to: "
+#: The ``traj_data`` goal parameters that name an object or receptacle class of the task.
+_GOAL_PARAMS = ("object_target", "parent_target", "mrecep_target", "toggle_target")
 
 
 class ALFWorldEnv(TextAgentEnv[str]):
@@ -201,7 +203,18 @@ class ALFWorldEnv(TextAgentEnv[str]):
         if info["action_valid"] and self._raw.startswith("Nothing happens"):
             info["action_executed"] = False  # well-formed, but the game ignored it
         info["goal_condition_success_rate"] = info["progress"]
+        info["goal_directed"] = bool(
+            info["action_valid"]
+            and info.get("action_executed", True)
+            and self._goal_classes() & set(str(self._action_key).lower().split())
+        )
         return info
+
+    def _goal_classes(self) -> set[str]:
+        """The lower-cased object and receptacle classes of the task's goal (``apple``,
+        ``fridge``), as the engine's commands spell them."""
+        params = self._traj.get("pddl_params", {})
+        return {str(params.get(key) or "").lower() for key in _GOAL_PARAMS} - {""}
 
     # -- helpers -------------------------------------------------------------------------------------
     def walkthrough(self) -> list[str]:

@@ -425,12 +425,23 @@ def warm_start(args: TrainArgs, policy: Any) -> None:
     print(f"format warm start: {len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}")
 
 
+def _gain(row: Mapping[str, float], key: str) -> str:
+    """``, gain +0.100 (95% interval +0.020 to +0.180)`` when ``row`` holds ``key``, else ``""``."""
+    if key not in row:
+        return ""
+    return (
+        f", gain {row[key]:+.3f} (95% interval {row[key + '_low']:+.3f} to "
+        f"{row[key + '_high']:+.3f})"
+    )
+
+
 def report_lines(
     rows: Sequence[Mapping[str, float]], splits: Mapping[str, Sequence[str]], modes: Sequence[str]
 ) -> list[str]:
     """One line per evaluated split (name -> task ids) and decoding mode with an evaluation in
-    ``rows`` (the trainer's metric rows): success at the first and last evaluation, the paired gain
-    with its 95% interval when logged, and the valid-action rate."""
+    ``rows`` (the trainer's metric rows): success and the valid-action rate at the first and last
+    evaluation, each with its paired gain and 95% interval when logged, and the same for the share
+    of goal-directed episodes where the env marks them."""
     lines = []
     for split, tasks in splits.items():
         for mode in modes:
@@ -439,19 +450,19 @@ def report_lines(
             if not evals:
                 continue
             first, last = evals[0], evals[-1]
-            gain = ""
-            if key + "success_gain" in last:
-                gain = (
-                    f", gain {last[key + 'success_gain']:+.3f} (95% interval "
-                    f"{last[key + 'success_gain_low']:+.3f} to "
-                    f"{last[key + 'success_gain_high']:+.3f})"
-                )
-            lines.append(
+            line = (
                 f"{split} success ({mode}, {len(tasks)} tasks): "
-                f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}{gain}; "
-                f"valid actions {first[key + 'valid_action_rate']:.3f} -> "
-                f"{last[key + 'valid_action_rate']:.3f}"
+                f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}"
+                f"{_gain(last, key + 'success_gain')}; valid actions "
+                f"{first[key + 'valid_action_rate']:.3f} -> {last[key + 'valid_action_rate']:.3f}"
+                f"{_gain(last, key + 'valid_action_gain')}"
             )
+            if key + "goal_directed_rate" in last:
+                line += (
+                    f"; goal-directed episodes {first[key + 'goal_directed_rate']:.3f} -> "
+                    f"{last[key + 'goal_directed_rate']:.3f}{_gain(last, key + 'goal_directed_gain')}"
+                )
+            lines.append(line)
     return lines
 
 

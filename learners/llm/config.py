@@ -125,8 +125,10 @@ class TrainConfig:
             (``eval/greedy/...``), ``<split>.<mode>`` for any other
             (``eval/test_unseen.greedy/...``). At the end of
             :meth:`~learners.llm.trainer.Trainer.train` each label also gets the per-task change
-            of success since the first evaluation with its 95% interval
-            (``eval/<label>/success_gain`` and its bounds ``..._low``, ``..._high``).
+            since the first evaluation, with its 95% interval, of success
+            (``eval/<label>/success_gain`` and its bounds ``..._low``, ``..._high``), of the
+            valid-action share (``valid_action_gain``) and, where the env marks goal-directed
+            steps, of goal-directed episodes (``goal_directed_gain``).
         checkpoint_every: save every this many iterations (0 = only at the end).
         seed: seeds the task cursor, the sampler and the mini-batch shuffles.
         backend: ``"hf"`` (transformers ``generate``) or ``"vllm"`` (GPU).

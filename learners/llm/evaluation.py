@@ -1,9 +1,9 @@
-"""Evaluation: uncredited episodes on each test split's tasks, and the before/after success gain.
+"""Evaluation: uncredited episodes on each test split's tasks, and the before/after gains.
 
 This module holds :class:`Evaluator` (one episode per task of a split and decoding mode, batched
 over the eval envs, shared out across ``torchrun`` ranks, every outcome logged) and
-:func:`success_gains` (the per-task change of success since the first evaluation, with its 95%
-interval).
+:func:`outcome_gains` (the per-task change of success, valid-action share and goal-directed
+episodes since the first evaluation, with its 95% interval).
 """
 
 from __future__ import annotations
@@ -23,12 +23,20 @@ from learners.llm.metrics import MetricsLogger, eval_label, paired_difference, r
 from learners.llm.policy import Policy
 from learners.llm.rollout import Sampler, episode_bar, play_episodes
 
-__all__ = ["Evaluator", "success_gains"]
+__all__ = ["Evaluator", "outcome_gains", "GAIN_FIELDS"]
+
+
+def _goal_mark(extras: Mapping[str, Any]) -> dict[str, Any]:
+    return {"goal_directed": extras["goal_directed"]} if "goal_directed" in extras else {}
 
 
 def _outcome(traj: Trajectory) -> Trajectory:
-    """What evaluation logs of an episode (no observations, actions or extras): cheap to gather."""
-    steps = [Step(None, None, s.reward, action_valid=s.action_valid) for s in traj.steps]
+    """What evaluation logs of an episode (no observations, actions or extras but the
+    goal-directed mark): cheap to gather."""
+    steps = [
+        Step(None, None, s.reward, action_valid=s.action_valid, extras=_goal_mark(s.extras))
+        for s in traj.steps
+    ]
     return Trajectory(traj.task_id, traj.group_id, steps, traj.success, traj.traj_id)
 
 
@@ -120,27 +128,35 @@ class Evaluator:
         return metrics
 
 
-def success_gains(
+#: The per-episode outcomes whose change :func:`outcome_gains` reports: outcome field -> the
+#: name in its metric ``eval/<label>/<name>_gain``.
+GAIN_FIELDS = {"success": "success", "valid": "valid_action", "goal_directed": "goal_directed"}
+
+
+def outcome_gains(
     logger: MetricsLogger | None,
     iteration: int,
     splits: Sequence[str],
     modes: Sequence[str],
 ) -> dict[str, float]:
-    """Per split and decoding mode, the mean per-task change of success from the first
-    evaluation (iteration 0) to the one at ``iteration``, with its 95% interval (see
-    :func:`~learners.llm.metrics.paired_difference`): ``eval/<label>/success_gain``,
-    ``..._low``, ``..._high``; nothing for a split and mode without both evaluations in
-    ``logger``'s outcomes (nor without a logger: ranks other than 0 keep no outcomes)."""
+    """Per split and decoding mode, the mean per-task change from the first evaluation
+    (iteration 0) to the one at ``iteration`` of each outcome in :data:`GAIN_FIELDS` (success;
+    the episode's valid-action share; whether it took a goal-directed step, where the env marks
+    them), with its 95% interval (see :func:`~learners.llm.metrics.paired_difference`):
+    ``eval/<label>/<name>_gain``, ``..._low``, ``..._high``. Nothing for a split and mode
+    without both evaluations in ``logger``'s outcomes (nor without a logger: ranks other than 0
+    keep no outcomes)."""
     out: dict[str, float] = {}
     if logger is None or iteration == 0:
         return out
     for split in splits:
         for mode in modes:
-            before = logger.successes(0, split, mode)
-            after = logger.successes(iteration, split, mode)
-            if not before or not after:
-                continue
-            gain, low, high, _ = paired_difference(before, after)
-            key = f"eval/{eval_label(split, mode)}/success_gain"
-            out.update({key: gain, f"{key}_low": low, f"{key}_high": high})
+            for field, name in GAIN_FIELDS.items():
+                before = logger.outcome_values(0, split, mode, field)
+                after = logger.outcome_values(iteration, split, mode, field)
+                if not before or not after:
+                    continue
+                gain, low, high, _ = paired_difference(before, after)
+                key = f"eval/{eval_label(split, mode)}/{name}_gain"
+                out.update({key: gain, f"{key}_low": low, f"{key}_high": high})
     return out

@@ -5,8 +5,9 @@ This module holds:
 * :class:`MetricsLogger` - one row of metrics per iteration (CSV, TensorBoard) and every evaluation
   episode's outcome (``eval_outcomes.jsonl``).
 * :func:`eval_label` - the ``<label>`` of an evaluation's metrics ``eval/<label>/...``.
-* :func:`rollout_metrics` - success, return, valid-action rate and step-advantage statistics of a
-  list of groups.
+* :func:`rollout_metrics` - success, return, valid-action rate, goal-directed episodes and
+  step-advantage statistics of a list of groups.
+* :func:`goal_directed` - whether an episode took a step its env marked goal-directed.
 * :func:`paired_difference` - the mean per-task change of an outcome between two evaluations on the
   same tasks, with its 95% interval.
 * :func:`plot_learning_curve` - the PNG.
@@ -37,6 +38,7 @@ __all__ = [
     "MetricsLogger",
     "eval_label",
     "rollout_metrics",
+    "goal_directed",
     "credit_metrics",
     "paired_difference",
     "plot_learning_curve",
@@ -55,7 +57,9 @@ def eval_label(split: str, mode: str) -> str:
 
 
 def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") -> dict[str, float]:
-    """Success rate, mean return and length, valid-action rate, and advantage mean/std/|A|/zero share."""
+    """Success rate, mean return and length, valid-action rate, advantage mean/std/|A|/zero share,
+    and, where the env marks goal-directed steps, the share of episodes with one
+    (``goal_directed_rate``)."""
     trajs = [t for g in groups for t in g]
     steps = [s for t in trajs for s in t.steps]
     adv = np.array([s.advantage for s in steps if s.advantage is not None], dtype=np.float64)
@@ -65,6 +69,9 @@ def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") ->
         "episode_len": float(np.mean([len(t) for t in trajs])) if trajs else math.nan,
         "valid_action_rate": float(np.mean([s.action_valid for s in steps])) if steps else math.nan,
     }
+    directed = [d for d in map(goal_directed, trajs) if d is not None]
+    if directed:
+        out["goal_directed_rate"] = float(np.mean(directed))
     if adv.size:
         out.update(
             adv_mean=float(adv.mean()),
@@ -115,6 +122,30 @@ def paired_difference(
     mean = float(diffs.mean())
     half = z * float(diffs.std(ddof=1)) / math.sqrt(diffs.size) if diffs.size > 1 else 0.0
     return mean, mean - half, mean + half, int(diffs.size)
+
+
+def goal_directed(traj: Trajectory) -> bool | None:
+    """Whether any step of ``traj`` was goal-directed (``Step.extras["goal_directed"]``, copied
+    from the env's ``info``); ``None`` when the env does not mark such steps."""
+    marks = [s.extras["goal_directed"] for s in traj.steps if "goal_directed" in s.extras]
+    return any(marks) if marks else None
+
+
+def _outcome_row(traj: Trajectory, **where: Any) -> dict[str, Any]:
+    """One ``eval_outcomes.jsonl`` row of ``traj`` (``where``: iteration, split, mode)."""
+    steps = traj.steps
+    row = {
+        **where,
+        "task_id": traj.task_id,
+        "success": bool(traj.success),
+        "return": traj.total_return,
+        "length": len(traj),
+        "valid": float(np.mean([s.action_valid for s in steps])) if steps else 0.0,
+    }
+    directed = goal_directed(traj)
+    if directed is not None:
+        row["goal_directed"] = directed
+    return row
 
 
 class MetricsLogger:
@@ -174,31 +205,27 @@ class MetricsLogger:
         self, iteration: int, split: str, mode: str, trajectories: Sequence[Trajectory]
     ) -> None:
         """Record each evaluation episode: iteration, task ``split``, decoding ``mode``, task id,
-        success, return, length and valid-action share."""
-        rows = [
-            {
-                "iteration": iteration,
-                "split": split,
-                "mode": mode,
-                "task_id": t.task_id,
-                "success": bool(t.success),
-                "return": t.total_return,
-                "length": len(t),
-                "valid": float(np.mean([s.action_valid for s in t.steps])) if t.steps else 0.0,
-            }
-            for t in trajectories
-        ]
+        success, return, length, valid-action share and, where the env marks goal-directed steps
+        (``Step.extras["goal_directed"]``), whether any step was."""
+        rows = [_outcome_row(t, iteration=iteration, split=split, mode=mode) for t in trajectories]
         self.outcomes += rows
         with self.outcomes_path.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
 
-    def successes(self, iteration: int, split: str, mode: str) -> dict[str, float]:
-        """``{task_id: 1.0 or 0.0}`` of the evaluation of ``split`` logged at ``iteration`` in
-        ``mode`` (rows written before outcomes named their split count as ``test``)."""
+    def outcome_values(
+        self, iteration: int, split: str, mode: str, field: str = "success"
+    ) -> dict[str, float]:
+        """``{task_id: value}`` of one outcome ``field`` (``success``, ``valid``,
+        ``goal_directed``) in the evaluation of ``split`` logged at ``iteration`` in ``mode``
+        (rows without the field are left out; rows written before outcomes named their split
+        count as ``test``)."""
         return {
-            r["task_id"]: float(r["success"])
+            r["task_id"]: float(r[field])
             for r in self.outcomes
-            if r["iteration"] == iteration and r.get("split", "test") == split and r["mode"] == mode
+            if r["iteration"] == iteration
+            and r.get("split", "test") == split
+            and r["mode"] == mode
+            and field in r
         }
 
     def truncate(self, last_iteration: int) -> None:

@@ -436,12 +436,15 @@ def play_episodes(
     prompts: Sequence[AgentPrompt],
     sample: Sampler,
 ) -> list[Trajectory]:
-    """One episode of ``tasks[i]`` in ``envs[i]`` for every ``i`` (no credit; for evaluation)."""
+    """One episode of ``tasks[i]`` in ``envs[i]`` for every ``i`` (no credit; for evaluation;
+    an env's ``info["goal_directed"]`` goes to ``Step.extras``)."""
     trajs = [Trajectory(task_id=str(task), group_id="eval") for task in tasks]
 
     def on_step(i, obs, action, reward, terminated, truncated, info) -> bool:
         valid = bool(info.get("action_valid", True))
         step = Step(obs, str(action), reward, bool(terminated), bool(truncated), action_valid=valid)
+        if "goal_directed" in info:
+            step.extras["goal_directed"] = bool(info["goal_directed"])
         trajs[i].steps.append(step)
         if terminated or truncated:
             trajs[i].success = episode_success(info, terminated)

@@ -80,7 +80,7 @@ from learners.llm.config import TrainConfig
 from learners.llm.cursor import TaskCursor
 from learners.llm.distributed import Distributed
 from learners.llm.env_source import CreditedEnvs, EnvSource, choose_tasks
-from learners.llm.evaluation import Evaluator, success_gains
+from learners.llm.evaluation import Evaluator, outcome_gains
 from learners.llm.generation import HFGenerator
 from learners.llm.logprob_gap import logprob_gap
 from learners.llm.metrics import (
@@ -236,7 +236,7 @@ class Trainer:
 
         Each iteration: rollout and credit, update (:meth:`train_iteration`), evaluation
         (before the first iteration of a fresh run, every ``eval_every`` iterations and after the
-        last, where it also logs :meth:`success_gains`), the metrics row, the checkpoint (every
+        last, where it also logs :meth:`outcome_gains`), the metrics row, the checkpoint (every
         ``checkpoint_every`` and at the end), then the callbacks' ``on_iteration_end``. Draws
         the PNG at the end.
 
@@ -271,7 +271,7 @@ class Trainer:
             if last or (cfg.eval_every and self.iteration % cfg.eval_every == 0):
                 metrics.update(self.evaluate())
             if last:
-                metrics.update(self.success_gains())
+                metrics.update(self.outcome_gains())
             if log is not None:
                 log.log(self.iteration, metrics)
             if last or (cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0):
@@ -397,11 +397,12 @@ class Trainer:
             callback.on_eval(self, metrics)
         return metrics
 
-    def success_gains(self) -> dict[str, float]:
-        """:func:`~learners.llm.evaluation.success_gains` of the evaluated splits from iteration 0
-        to the current one (``eval/<label>/success_gain``, ``..._low``, ``..._high``; nothing on
-        ranks other than 0)."""
-        return success_gains(self.logger, self.iteration, self.eval_splits, self.config.eval_modes)
+    def outcome_gains(self) -> dict[str, float]:
+        """:func:`~learners.llm.evaluation.outcome_gains` of the evaluated splits from iteration 0
+        to the current one (``eval/<label>/success_gain``, ``valid_action_gain``,
+        ``goal_directed_gain``, each with ``..._low``, ``..._high``; nothing on ranks other
+        than 0)."""
+        return outcome_gains(self.logger, self.iteration, self.eval_splits, self.config.eval_modes)
 
     # -- checkpoints -------------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path | None = None) -> Path:

@@ -107,6 +107,23 @@ def test_nothing_happens_is_valid_and_budget_truncates():
     assert trunc and not term and info["step"] == 3
 
 
+def test_goal_directed_marks_executed_commands_naming_a_goal_class(env):
+    """``info["goal_directed"]``: the command ran and names a class of the task's goal (the
+    walkthrough of "place an alarmclock on the desk" touches both; a detour touches neither)."""
+    record = next(r for r in first_of_each_type() if r["task_type"] == "pick_and_place_simple")
+    obs, info = env.reset(options={"task_id": record["id"]})
+    assert info["goal_directed"] is False  # no command yet
+    goal = env._goal_classes()
+    for command in env.walkthrough():
+        obs, reward, term, trunc, info = env.step(command)
+        assert info["goal_directed"] == bool(goal & set(command.split())), command
+    assert term and info["goal_directed"]  # the winning move names the object
+    env.reset(options={"task_id": record["id"]})
+    target = sorted(goal)[0]
+    assert not env.step(f"go to {target}x 1")[4]["goal_directed"]  # "Nothing happens."
+    assert not env.step("")[4]["goal_directed"]  # invalid
+
+
 def test_state_key_tracks_location_holding_and_moves(env):
     record = next(r for r in first_of_each_type() if r["task_type"] == "pick_and_place_simple")
     env.reset(options={"task_id": record["id"]})

@@ -24,7 +24,8 @@ pytest.importorskip("transformers")
 ROOT = Path(__file__).resolve().parents[3]
 #: A row of the README's main-job table: decoding, before -> after, gain (interval), valid actions.
 README_ROW = re.compile(
-    r"^\| (greedy|sampled) (?:\(T=1\) )?\| (\S+ -> \S+) \| (\S+) \((\S+) to (\S+)\) \| (\S+ -> \S+) \|$",
+    r"^\| (greedy|sampled) (?:\(T=1\) )?\| (\S+ -> \S+) \| (\S+) \((\S+) to (\S+)\) \| (\S+ -> \S+)"
+    r" \| (\S+) \((\S+) to (\S+)\) \|$",
     re.M,
 )
 
@@ -34,8 +35,8 @@ def readme_report() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     return [
         f"test success ({mode}, 64 tasks): {rates}, gain {gain} (95% interval {low} to {high}); "
-        f"valid actions {valid}"
-        for mode, rates, gain, low, high, valid in README_ROW.findall(text)
+        f"valid actions {valid}, gain {v_gain} (95% interval {v_low} to {v_high})"
+        for mode, rates, gain, low, high, valid, v_gain, v_low, v_high in README_ROW.findall(text)
     ]
 
 

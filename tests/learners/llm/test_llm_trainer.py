@@ -208,12 +208,56 @@ def test_every_test_split_is_evaluated_under_its_own_label(tmp_path):
         for mode in modes
         for task in tasks
     ]
-    assert trainer.logger.successes(1, "test_unseen", "sampled") == dict.fromkeys(unseen[:2], 0.0)
+    assert trainer.logger.outcome_values(1, "test_unseen", "sampled") == dict.fromkeys(
+        unseen[:2], 0.0
+    )
     lines = report_lines(rows, trainer.eval_splits, config.eval_modes)
     heads = [f"{s} success ({m}, 2 tasks)" for s in ("test_seen", "test_unseen") for m in modes]
     assert [line.split(":")[0] for line in lines] == heads
-    gain = "gain +0.000 (95% interval +0.000 to +0.000); valid actions 0.000 -> 0.000"
-    assert lines[-1].endswith(f"0.000 -> 0.000, {gain}")
+    gain = "gain +0.000 (95% interval +0.000 to +0.000)"
+    assert lines[-1].endswith(f"0.000 -> 0.000, {gain}; valid actions 0.000 -> 0.000, {gain}")
+
+
+def _marked_episode(task: str, success: bool, marks: list[bool]) -> Trajectory:
+    steps = [Step("o", "a", 0.0, extras={"goal_directed": m}) for m in marks]
+    return Trajectory(task, "eval", steps, success)
+
+
+def test_goal_directed_episodes_get_a_rate_a_paired_gain_and_a_report_line(tmp_path):
+    """Where the env marks goal-directed steps, evaluation outcomes carry whether an episode took
+    one, rollout metrics their share, and the report their change with its interval."""
+    from learners.llm.evaluation import outcome_gains
+    from learners.llm.metrics import MetricsLogger, rollout_metrics
+
+    before = [_marked_episode(t, False, [False, False]) for t in "abcd"]
+    after = [_marked_episode(t, t == "a", [False, t != "d"]) for t in "abcd"]
+    assert rollout_metrics([after])["goal_directed_rate"] == 0.75
+    assert "goal_directed_rate" not in rollout_metrics(
+        [[Trajectory("a", "g", [Step("o", "a", 0)])]]
+    )
+    logger = MetricsLogger(tmp_path, tensorboard=False)
+    for iteration, trajs in ((0, before), (3, after)):
+        logger.log_outcomes(iteration, "test", "greedy", trajs)
+        logger.log(iteration, rollout_metrics([trajs], prefix="eval/greedy/"))
+    assert logger.outcome_values(3, "test", "greedy", "goal_directed") == {
+        "a": 1.0,
+        "b": 1.0,
+        "c": 1.0,
+        "d": 0.0,
+    }
+    gains = outcome_gains(logger, 3, ["test"], ["greedy"])
+    assert gains["eval/greedy/goal_directed_gain"] == 0.75
+    assert gains["eval/greedy/success_gain"] == 0.25
+    assert gains["eval/greedy/valid_action_gain"] == 0.0
+    rows = logger.rows[:-1] + [{**logger.rows[-1], **gains}]
+    (line,) = report_lines(rows, {"test": list("abcd")}, ["greedy"])
+    low, high = (
+        gains["eval/greedy/goal_directed_gain_low"],
+        gains["eval/greedy/goal_directed_gain_high"],
+    )
+    assert line.endswith(
+        f"; goal-directed episodes 0.000 -> 0.750, gain +0.750 (95% interval {low:+.3f} to {high:+.3f})"
+    )
 
 
 def test_train_llm_eval_splits_flag():
