@@ -19,6 +19,7 @@ import pytest
 pytestmark = pytest.mark.reach
 pytest.importorskip("openenv")
 uvicorn = pytest.importorskip("uvicorn")
+psutil = pytest.importorskip("psutil")
 
 from openenv.core import GenericEnvClient  # noqa: E402
 
@@ -317,45 +318,96 @@ def test_agentenvs_serve_command_serves_an_env(tmp_path):
         proc.wait(30)
 
 
-def test_16_concurrent_clients_without_errors():
-    """16 clients, each in its own session, play at once for 10 s against a 16-session server:
-    no errors, and every client's episodes match what its seeds give in-process."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_server_app(ENV, max_sessions=16, **KWARGS)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    errors, steps = [], []
-    stop = time.monotonic() + 10
+#: Server RSS growth allowed over the soak's measured window (after :data:`WARMUP_S`), bytes.
+RSS_BOUND = 16 << 20
+WARMUP_S = 15.0
+EPISODES_PER_SESSION = 5  # clients reconnect this often, so leaked sessions would show
+#: The soak's seeds cycle through this many rooms: Sokoban's own room caches (LRU, 4096 rooms)
+#: fill during the warm-up instead of growing through the measured window.
+SOAK_SEEDS = 64
 
-    def client(k: int) -> None:
-        try:
-            env, local = make_remote(f"http://127.0.0.1:{port}"), gym.make(ENV, **KWARGS)
-            n, episode = 0, 0
-            while time.monotonic() < stop:
-                seed = 1000 * k + episode
-                assert env.reset(seed=seed)[0] == local.reset(seed=seed)[0]
-                for action in ACTIONS:
-                    got, want = env.step(action), local.step(action)
-                    assert got[:4] == want[:4]
-                    n += 1
-                    if got[2] or got[3]:
-                        break
-                episode += 1
-            env.close()
-            steps.append(n)
-        except Exception as exc:  # noqa: BLE001  (reported below)
-            errors.append(repr(exc))
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    server.should_exit = True
-    thread.join(10)
+@contextmanager
+def server_process(max_sessions: int) -> Iterator[tuple[str, Any]]:
+    """Sokoban (plain actions) served by a subprocess on 127.0.0.1; yields its URL and its
+    ``psutil.Process``; terminated on exit."""
+    import subprocess
+    import sys
+
+    port = free_port()
+    code = (
+        "from agentenvs.serve.openenv import serve; "
+        f"serve({ENV!r}, port={port}, max_sessions={max_sessions}, **{KWARGS!r})"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                make_remote(url).close()
+                break
+            except Exception:
+                assert proc.poll() is None and time.monotonic() < deadline, "server never answered"
+                time.sleep(0.2)
+        yield url, psutil.Process(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def soak_client(url: str, k: int, stop: float, steps: list, errors: list) -> None:
+    """Play until ``stop``: a new session every :data:`EPISODES_PER_SESSION` episodes, each step
+    checked against the in-process env on the same seeds."""
+    try:
+        local, n, episode = gym.make(ENV, **KWARGS), 0, 0
+        while time.monotonic() < stop:
+            env = make_remote(url)
+            try:
+                for _ in range(EPISODES_PER_SESSION):
+                    seed = (7 * k + episode) % SOAK_SEEDS
+                    assert env.reset(seed=seed)[0] == local.reset(seed=seed)[0]
+                    episode += 1
+                    for action in ACTIONS:
+                        got, want = env.step(action), local.step(action)
+                        assert got[:4] == want[:4]
+                        n += 1
+                        if got[2] or got[3]:
+                            break
+            finally:
+                env.close()
+        steps.append(n)
+    except Exception as exc:  # noqa: BLE001  (reported by the test)
+        errors.append(repr(exc))
+
+
+@pytest.mark.parametrize("seconds", [10, pytest.param(60, marks=pytest.mark.slow)])
+def test_16_concurrent_clients_without_errors_and_flat_server_memory(seconds):
+    """16 clients play at once against a 16-session server (a subprocess on 127.0.0.1) for
+    ``seconds``, reconnecting every few episodes: no errors, every step equal to in-process.
+    For the 60 s run, the server's RSS (sampled each second) grows by at most
+    :data:`RSS_BOUND` from the end of the warm-up (:data:`WARMUP_S`) to the end."""
+    errors: list[str] = []
+    steps: list[int] = []
+    with server_process(16) as (url, server):
+        start = time.monotonic()
+        stop = start + seconds
+        threads = [
+            threading.Thread(target=soak_client, args=(url, k, stop, steps, errors))
+            for k in range(16)
+        ]
+        for t in threads:
+            t.start()
+        rss = []  # (seconds since start, bytes)
+        while any(t.is_alive() for t in threads):
+            rss.append((time.monotonic() - start, server.memory_info().rss))
+            time.sleep(1.0)
+        for t in threads:
+            t.join()
+        after = server.memory_info().rss
     assert errors == [] and len(steps) == 16 and min(steps) > 0
+    if seconds >= 60:
+        measured = [b for t, b in rss if t >= WARMUP_S]
+        growth = max(measured + [after]) - measured[0]
+        print(f"server RSS {measured[0] >> 20} MiB after warm-up, growth {growth / 2**20:.1f} MiB")
+        assert growth <= RSS_BOUND, f"server RSS grew {growth / 2**20:.1f} MiB"
