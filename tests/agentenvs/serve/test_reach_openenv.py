@@ -1,5 +1,10 @@
 """Our envs behind OpenEnv's real server and clients (``agentenvs.serve.openenv``; run in the
-reach venv by scripts/test_reach.sh). The server listens on 127.0.0.1 only."""
+reach venv by scripts/test_reach.sh). Servers listen on 127.0.0.1 only.
+
+OpenEnv's own client plays each text env like the in-process env; ``make_remote`` and the credit
+wrapper across the network; the session bound; the ``agentenvs serve`` command; 16 concurrent
+clients. The ``slow`` cases (``REACH_SLOW=1``): 100 ALFWorld and SWE episodes, the 60 s soak with
+the server's memory watched."""
 
 from __future__ import annotations
 
@@ -19,7 +24,6 @@ import pytest
 pytestmark = pytest.mark.reach
 pytest.importorskip("openenv")
 uvicorn = pytest.importorskip("uvicorn")
-psutil = pytest.importorskip("psutil")
 
 from openenv.core import GenericEnvClient  # noqa: E402
 
@@ -207,10 +211,8 @@ def test_openenv_generic_client_plays_each_text_env_like_in_process(name, episod
             remote = client.reset(seed=episode, options=options)
             obs, info = local.reset(seed=episode, options=options)
             assert_same_step(remote, obs, None, False, False, info)
-            assert (
-                info["task_id"] == task_id
-                and "progress" not in remote.observation["metadata"]["info"]
-            )
+            assert info["task_id"] == task_id
+            assert "progress" not in remote.observation["metadata"]["info"]
             while not remote.done:
                 action = case.act(rng, info)
                 remote = client.step({"action": action})
@@ -293,9 +295,7 @@ def test_agentenvs_serve_command_serves_an_env(tmp_path):
     import subprocess
     import sys
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     code = f"from agentenvs.cli.main import main; main(['serve', {ENV!r}, '--port', '{port}'])"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -334,6 +334,7 @@ def server_process(max_sessions: int) -> Iterator[tuple[str, Any]]:
     import subprocess
     import sys
 
+    psutil = pytest.importorskip("psutil")
     port = free_port()
     code = (
         "from agentenvs.serve.openenv import serve; "
