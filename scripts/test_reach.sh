@@ -23,8 +23,13 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
 # TRL: its GRPOTrainer accepts verl's transformers pin (it needs >= 4.56); accelerate, datasets,
 # pandas and pyarrow come with it.
 "$py" -m pip install -q "${pin[@]}" trl==1.16.0
+# verifiers: 0.3.1, the last release with the MultiTurnEnv API (0.4.0 dropped it, and its mcp==2.0.0
+# clashes with OpenEnv's fastmcp < 4); it needs no torch of its own.
+"$py" -m pip install -q "${pin[@]}" "fastmcp>=3,<4" verifiers==0.3.1
 "$py" -m pip install -q --no-deps -e .
 "$py" -m pytest -p no:cacheprovider -m reach -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py
 "$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve   # their doctests
 TRL_EXPERIMENTAL_SILENCE=1 "$py" -m pytest -p no:cacheprovider -m reach -rs \
   tests/learners/test_reach_trl.py tests/test_readme.py   # TRL, and the README's TRL snippet
+"$py" -m pytest -p no:cacheprovider -m reach -rs tests/agentenvs/integrations/test_reach_verifiers.py
+"$py" -m pytest -p no:cacheprovider -q agentenvs/integrations   # its doctests
