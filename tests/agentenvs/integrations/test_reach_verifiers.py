@@ -36,9 +36,9 @@ class ScriptedClient(vf.Client):
     """verifiers' client interface answering ``scripts[task_id][turn]`` (the turn is the number
     of steps the rollout has taken); it records every prompt it was sent, per task."""
 
-    def __init__(self, scripts: dict[str, list[str | None]]) -> None:
+    def __init__(self, scripts: dict[str, list[str | None]], delay: float = 0.0) -> None:
         super().__init__(None)
-        self.scripts = scripts
+        self.scripts, self.delay = scripts, delay
         self.prompts: dict[str, list[Any]] = {task: [] for task in scripts}
 
     def setup_client(self, config: Any) -> None:
@@ -54,6 +54,7 @@ class ScriptedClient(vf.Client):
         state = kwargs["state"]
         task = state["info"]["task_id"]
         self.prompts[task].append(prompt)
+        await asyncio.sleep(self.delay)
         return self.scripts[task][len(state["trajectory"])]
 
     async def raise_from_native_response(self, response: Any) -> None:
@@ -173,6 +174,17 @@ def test_invalid_texts_get_the_env_invalid_action_observation():
     assert "Invalid action" in ref["turns"][1]
     assert state["invalid_actions"] == len(infos)
     assert "agentenvs_episode" not in state  # the rollout's env was closed and dropped
+
+
+def test_a_timed_out_rollout_closes_its_env():
+    """verifiers' ``timeout_seconds`` cuts a rollout whose model is slow: the rollout ends timed
+    out, after the steps it took, and its env is closed and dropped all the same."""
+    env = load_environment(ENV, num_examples=1, eval_split=None, timeout_seconds=0.5)
+    client = ScriptedClient({"seed-0": [tagged("up")] * 20}, delay=0.2)
+    state = asyncio.run(env.rollout(env.get_dataset()[0], client, "scripted"))
+    assert state["timed_out"] and state["stop_condition"] == "timeout_reached"
+    assert 0 < len(state["trajectory"]) < gym.make(ENV).unwrapped.max_steps
+    assert "agentenvs_episode" not in state
 
 
 def test_load_environment_through_verifiers_loader_and_bad_arguments():
