@@ -37,7 +37,10 @@ if _missing("openenv", "uvicorn"):
         "tests/agentenvs/serve/test_reach_openenv.py",
     ]
 if _missing("skyrl_gym"):
-    collect_ignore_glob += ["agentenvs/serve/skyrl.py", "tests/agentenvs/serve/test_reach_skyrl.py"]
+    collect_ignore_glob += [
+        "agentenvs/integrations/skyrl_env.py",
+        "tests/agentenvs/integrations/test_reach_skyrl.py",
+    ]
 if _missing("verifiers", "datasets"):
     collect_ignore_glob += [
         "agentenvs/integrations/verifiers_env.py",

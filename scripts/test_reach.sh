@@ -36,8 +36,8 @@ pin=(torch==2.13.0 "transformers>=5.5.3,<5.11,!=5.6.0")
 "$py" -m pip install -q --no-deps -e .
 # REACH_SLOW=1 (CI sets it) adds the minute-long cases: 100 ALFWorld and SWE episodes, the 60 s soak.
 mark="reach and not slow"; [ "${REACH_SLOW:-0}" = 1 ] && mark=reach
-"$py" -m pytest -p no:cacheprovider -m "$mark" -rs tests/learners/test_reach_verl.py tests/agentenvs/serve/test_reach_openenv.py \
-  tests/agentenvs/serve/test_reach_skyrl.py
-"$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve   # their doctests
+"$py" -m pytest -p no:cacheprovider -m "$mark" -rs tests/learners/test_reach_verl.py \
+  tests/agentenvs/serve/test_reach_openenv.py tests/agentenvs/integrations
+"$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve agentenvs/integrations   # doctests
 TRL_EXPERIMENTAL_SILENCE=1 "$py" -m pytest -p no:cacheprovider -m reach -rs \
   tests/learners/test_reach_trl.py tests/test_readme.py   # TRL, and the README's TRL snippet

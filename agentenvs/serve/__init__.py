@@ -1,11 +1,9 @@
-"""Our envs served to other stacks: over the network through OpenEnv's protocol (extra
-``openenv``), and as SkyRL-gym text envs (extra ``skyrl``).
+"""Our envs served over the network through OpenEnv's protocol (extra ``openenv``); in-process
+adapters to other frameworks are in :mod:`agentenvs.integrations`.
 
 :mod:`agentenvs.serve.openenv` holds the server (``create_server_app``, :func:`serve`) and the
 client (:func:`make_remote`, a ``gymnasium.Env``); both import the ``openenv`` package, so this
-package imports nothing until one of them is used. :mod:`agentenvs.serve.skyrl` holds
-``SkyRLTextEnv`` (a ``skyrl_gym`` ``BaseTextEnv``) and ``register`` (our ids in SkyRL-gym's
-registry); import it directly.
+package imports nothing until one of them is used.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Our envs as SkyRL-gym text envs (``agentenvs.serve.skyrl``; the real skyrl-gym package, run in
+"""Our envs as SkyRL-gym text envs (``agentenvs.integrations.skyrl_env``; the real skyrl-gym package, run in
 the reach venv by scripts/test_reach.sh)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ skyrl_gym = pytest.importorskip("skyrl_gym")
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
 
 import agentenvs  # noqa: E402,F401  (registers the envs)
-from agentenvs.serve.skyrl import SkyRLTextEnv, register  # noqa: E402
+from agentenvs.integrations.skyrl_env import SkyRLTextEnv, register  # noqa: E402
 
 ENV = "agentenvs/Sokoban-v0"
 ACTIONS = ["up", "down", "left", "right", "jump"]  # "jump": invalid
