@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -122,12 +120,6 @@ def verl_section(n_steps: int, repeats: int) -> None:
     print(f"\nmax |verl - native| = {np.abs(got - want).max():.2e}")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _time_steps(env: gym.Env, actions: Sequence[str], seed: int) -> float:
     """Seconds spent in ``env.step`` over ``actions`` (reset, untimed, whenever an episode ends)."""
     env.reset(seed=seed)
@@ -144,37 +136,21 @@ def _time_steps(env: gym.Env, actions: Sequence[str], seed: int) -> float:
 
 def openenv_section(n_steps: int) -> None:
     """Table 2: one step over OpenEnv's WebSocket vs the same step in-process."""
+    from agentenvs.serve.openenv import serve_in_subprocess
+
     print(f"\n### OpenEnv round trip per step vs in-process ({n_steps} steps each)\n")
     print("| env | in-process us/step | OpenEnv us/step | ratio |\n| --- | --- | --- | --- |")
     for name, (env_id, kwargs, choices) in ENVS.items():
         rng = np.random.default_rng(0)
         actions = [choices[int(i)] for i in rng.integers(len(choices), size=n_steps)]
-        port = _free_port()
-        code = (
-            "from agentenvs.serve.openenv import serve; "
-            f"serve({env_id!r}, port={port}, max_sessions=2, **{kwargs!r})"
-        )
-        server = subprocess.Popen([sys.executable, "-c", code])
-        try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    remote = agentenvs.make_remote(url)
-                    break
-                except Exception:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.2)
+        with serve_in_subprocess(env_id, max_sessions=2, **kwargs) as (url, _):
+            remote = agentenvs.make_remote(url)
             local = gym.make(env_id, **kwargs)
             _time_steps(local, actions[:50], 0)  # warm-up: caches, indexes
             _time_steps(remote, actions[:50], 0)
             t_local = _time_steps(local, actions, 1)
             t_remote = _time_steps(remote, actions, 1)
             remote.close()
-        finally:
-            server.terminate()
-            server.wait(30)
         us = 1e6 / n_steps
         print(f"| {name} | {t_local * us:.0f} | {t_remote * us:.0f} | {t_remote / t_local:.0f}x |")
 

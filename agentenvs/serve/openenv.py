@@ -13,12 +13,19 @@ our ``info`` (``state_key``, ``task_id``, ``won``, ``action_valid``, ...; ``prog
 
 :class:`AgentEnvClient` is the typed OpenEnv ``EnvClient``; :class:`RemoteEnv` (what
 :func:`make_remote` returns) turns it into a ``gymnasium.Env`` with the env's own ``reset`` /
-``step`` results, so the credit wrappers work across the network.
+``step`` results, so the credit wrappers work across the network. :func:`serve_in_subprocess`
+runs a server in a child process for as long as a ``with`` block lasts.
 """
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -34,6 +41,7 @@ __all__ = [
     "GymEnvironment",
     "create_server_app",
     "serve",
+    "serve_in_subprocess",
     "AgentEnvClient",
     "RemoteEnv",
     "make_remote",
@@ -124,6 +132,39 @@ def serve(
     uvicorn.run(
         create_server_app(env_id, max_sessions, **kwargs), host=host, port=port, log_level="warning"
     )
+
+
+@contextmanager
+def serve_in_subprocess(
+    env_id: str, max_sessions: int = 16, timeout: float = 120.0, **kwargs: Any
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """:func:`serve` ``env_id`` in a child Python process on a free port of 127.0.0.1; yields
+    the server's URL, once a client has connected, and the process (terminated on exit).
+    ``timeout``: seconds to wait for the server (a process that dies or never answers raises
+    ``RuntimeError``)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = (
+        "from agentenvs.serve.openenv import serve; "
+        f"serve({env_id!r}, port={port}, max_sessions={max_sessions}, **{kwargs!r})"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                make_remote(url).close()
+                break
+            except Exception as error:  # not listening yet
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the {env_id} server at {url} never answered") from error
+                time.sleep(0.2)
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 class AgentEnvClient(EnvClient[TextAction, TextObservation, State]):

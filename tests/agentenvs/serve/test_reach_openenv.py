@@ -29,7 +29,7 @@ from openenv.core import GenericEnvClient  # noqa: E402
 
 import agentenvs  # noqa: E402,F401  (registers the envs)
 from agentenvs.core import decode  # noqa: E402
-from agentenvs.serve.openenv import create_server_app, make_remote  # noqa: E402
+from agentenvs.serve.openenv import create_server_app, make_remote, serve_in_subprocess  # noqa: E402
 from wrappers import GraphCreditWrapper  # noqa: E402
 
 ENV = "agentenvs/Sokoban-v0"
@@ -331,30 +331,9 @@ SOAK_SEEDS = 64
 def server_process(max_sessions: int) -> Iterator[tuple[str, Any]]:
     """Sokoban (plain actions) served by a subprocess on 127.0.0.1; yields its URL and its
     ``psutil.Process``; terminated on exit."""
-    import subprocess
-    import sys
-
     psutil = pytest.importorskip("psutil")
-    port = free_port()
-    code = (
-        "from agentenvs.serve.openenv import serve; "
-        f"serve({ENV!r}, port={port}, max_sessions={max_sessions}, **{KWARGS!r})"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code])
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                make_remote(url).close()
-                break
-            except Exception:
-                assert proc.poll() is None and time.monotonic() < deadline, "server never answered"
-                time.sleep(0.2)
+    with serve_in_subprocess(ENV, max_sessions=max_sessions, timeout=60, **KWARGS) as (url, proc):
         yield url, psutil.Process(proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def soak_client(url: str, k: int, stop: float, steps: list, errors: list) -> None:
