@@ -245,12 +245,14 @@ def test_configure_changes_what_verl_runs():
 
 
 def test_docs_snippet_runs(capsys):
-    """The python block of docs/integrations.md runs as written and prints per-step values."""
+    """The python block of docs/integrations.md's verl section runs as written and prints
+    per-step values."""
     import re
     from pathlib import Path
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
-    (code,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
+    verl = doc.read_text(encoding="utf-8").split("\n## verl\n")[1].split("\n## ")[0]
+    (code,) = re.findall(r"```python\n(.*?)```", verl, flags=re.S)
     exec(compile(code, "docs/integrations.md", "exec"), {"__name__": "__doc__"})
     assert "tensor([" in capsys.readouterr().out
 
