@@ -25,15 +25,18 @@ def test_room_distance_reads_the_planes_and_falls_with_a_good_move() -> None:
 
 
 def test_solver_demos_replay_to_success() -> None:
+    from agentenvs.sokoban.env import room_for_task
+    from agentenvs.sokoban.solver import solve
+
     obs, actions = solver_demos(4, start=40)
     assert obs.shape == (len(actions), 144) and set(actions.tolist()) <= {0, 1, 2, 3}
+    room = room_for_task("seed-40")
+    n = len(solve(room.fixed, room.state))  # the first room's demonstration
     env = gym.make("agentenvs/SokobanDiscrete-v0")
     env.reset(options={"task_id": "seed-40"})
-    for k, action in enumerate(actions):
-        *_, terminated, _, info = env.step(int(action))
-        if terminated:
-            break
-    assert info["won"] and room_distance(obs[k]) == 1
+    outcomes = [env.step(int(a))[2:5:2] for a in actions[:n]]
+    assert [t for t, _ in outcomes] == [False] * (n - 1) + [True] and outcomes[-1][1]["won"]
+    assert [room_distance(o) for o in obs[:n]] == list(range(n, 0, -1))
 
 
 def _run(method: str, seed: int, success: list[float], checkpoints: list[int]) -> dict:
