@@ -9,7 +9,7 @@ This module holds the steps that run once before the paper-protocol rows (docs/f
 * :func:`prepare` - warm start, ``M`` rollouts per training room with it into the trajectory store,
   the offline fits of SPA and HISR (:mod:`wrappers.offline`), saved under one directory with a
   ``paper.json`` of their costs and quality.
-* :func:`estimator_quality` - on held-out rooms (test-split rooms after the evaluation rooms): the
+* :func:`quality_report` / :func:`estimator_quality` - on held-out rooms (test-split rooms after the evaluation rooms): the
   sum-MSE of each model and the Spearman correlation of its per-step rewards with the solver's
   reduction of the distance to the goal.
 
@@ -31,6 +31,7 @@ __all__ = [
     "behaviour_cloning",
     "prepare",
     "estimator_quality",
+    "quality_report",
     "room_distance",
     "load_warm_start",
 ]
@@ -141,7 +142,10 @@ def estimator_quality(
     Keys: ``spa_sum_mse``, ``hisr_sum_mse`` (the SPRM's segment sums against ``R``),
     ``spa_spearman`` (SPA's contributions ``c_t``), ``hisr_spearman`` (HISR's placed, modulated
     ``r_him`` per step), ``env_spearman`` (the env's shaped reward, for scale), each against the
-    solver's distance reduction, over all steps; ``steps``, ``trajectories``, ``success``.
+    solver's distance reduction, over all steps; ``steps``, ``trajectories``, ``success``; and the
+    mean summed fused reward of successes and of failures (``spa_won``, ``spa_lost``,
+    ``hisr_won``, ``hisr_lost``, and ``hisr_flat_*`` without the hindsight modulation): what a
+    critic learns to expect from a success and from a failure.
     """
     from scipy.stats import spearmanr
 
@@ -155,12 +159,22 @@ def estimator_quality(
     cut = make_segmenter(hisr_models.segmenter)
     ends = [segment_ends(segment(t, cut)) for t in trajectories]
     sprm = hisr_models.sprm.contributions(trajectories, ends)
-    step_rewards(trajectories, frozen_config(hisr_models))
+    spa_r = step_rewards(trajectories, frozen_config(spa_models))
+    flat_r = step_rewards(trajectories, frozen_config(hisr_models, use_hindsight=False))
+    hisr_r = step_rewards(trajectories, frozen_config(hisr_models))
     hisr_p = np.array([s.extras["hisr"]["modulated"] if _seg_end(t, k) else 0.0
                        for t in trajectories for k, s in enumerate(t.steps)])  # fmt: skip
     truth = np.concatenate([_distance_reductions(t) for t in trajectories])
     env_r = np.array([s.reward for t in trajectories for s in t.steps])
+    won = targets > 0.5
+    sums = {k: np.array([r.sum() for r in v])
+            for k, v in (("spa", spa_r), ("hisr", hisr_r), ("hisr_flat", flat_r))}  # fmt: skip
     return {
+        **{
+            f"{k}_{o}": float(v[w].mean())
+            for k, v in sums.items()
+            for o, w in (("won", won), ("lost", ~won))
+        },  # fmt: skip
         "trajectories": len(trajectories),
         "steps": int(truth.size),
         "success": float(targets.mean()),
@@ -242,7 +256,23 @@ def prepare(directory: Path, settings: Any) -> dict[str, Any]:
         meta[f"{method}_fit_s"] = time.perf_counter() - t0
     meta["spa_fit"] = list(fits["spa"].report.__dict__.values())[:2]
     meta["hisr_fit"] = {k: [r.loss_before, r.loss_after] for k, r in fits["hisr"].reports.items()}
-    held_out = collect_rollouts(_make_env, policy, quality_ids, 4)
-    meta["quality"] = estimator_quality([t for g in held_out for t in g], fits["spa"], fits["hisr"])
+    meta["quality"] = quality_report(directory, settings)
     meta_path.write_text(json.dumps(meta, indent=1))
     return meta
+
+
+def quality_report(directory: Path, settings: Any) -> dict[str, float]:
+    """:func:`estimator_quality` of the models saved under ``directory`` on 4 sampled rollouts of
+    the warm start (SB3 seed 0, so repeatable) per quality room."""
+    from stable_baselines3 import PPO
+
+    from wrappers.offline import collect_rollouts, load_models
+
+    policy = PPO("MlpPolicy", _make_env(), seed=0, device="cpu")
+    load_warm_start(policy, directory / "warm_start.pt")
+    test_ids = _make_env().unwrapped.tasks.ids("test")
+    rooms = [test_ids[settings.test_rooms + i] for i in range(settings.quality_rooms)]
+    held_out = [t for g in collect_rollouts(_make_env, policy, rooms, 4) for t in g]
+    return estimator_quality(
+        held_out, load_models(directory / "spa.pt"), load_models(directory / "hisr.pt")
+    )

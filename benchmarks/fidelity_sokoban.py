@@ -47,15 +47,19 @@ METHOD_NAMES = {
     "spa": "SPA (online, MLP estimator)",
     "hisr": "HISR (online, feature scorers)",
     "gae_warm": "PPO + GAE (warm start)",
+    "sparse_warm": "PPO + GAE, success reward only (warm start)",
     "grpo_warm": "GRPO (warm start)",
     "spa_paper": "SPA (paper protocol)",
     "hisr_paper": "HISR (paper protocol)",
+    "hisr_flat_paper": "HISR w/o hindsight modulation (paper protocol)",
 }
 #: The paper-protocol rows: they start from the behaviour-cloned warm start (benchmarks/fidelity_paper.py).
-PAPER_METHODS = ("gae_warm", "grpo_warm", "spa_paper", "hisr_paper")
+PAPER_METHODS = (
+    "gae_warm", "sparse_warm", "grpo_warm", "spa_paper", "hisr_paper", "hisr_flat_paper"
+)  # fmt: skip
 #: The run each method is paired with in the table ("vs" column); GRPO for the online rows.
-BASELINE = {"grpo": None, "gae_warm": None, "grpo_warm": "gae_warm", "spa_paper": "gae_warm",
-            "hisr_paper": "gae_warm"}  # fmt: skip
+BASELINE = {"grpo": None, "gae_warm": None, "sparse_warm": "gae_warm", "grpo_warm": "gae_warm",
+            "spa_paper": "gae_warm", "hisr_paper": "gae_warm", "hisr_flat_paper": "gae_warm"}  # fmt: skip
 #: Two-sided 95% Student-t quantiles by degrees of freedom (1..30); beyond that the normal 1.96.
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -118,9 +122,12 @@ def _test_ids(settings: Settings) -> list[str]:
 
 
 def _paper_env(method: str, seed: int, settings: Settings, paper: Path) -> Any:
-    """The vec env of a paper-protocol row: plain (PPO + GAE), GRPO groups, or the frozen SPA /
-    HISR models (saved by :func:`benchmarks.fidelity_paper.prepare`) in one-episode groups."""
+    """The vec env of a paper-protocol row: plain (PPO + GAE), GRPO groups, or in one-episode
+    groups the frozen SPA / HISR models (saved by :func:`benchmarks.fidelity_paper.prepare`) or
+    the success flag alone on the last step (SPA's ``"sparse"`` source: the papers' PPO
+    baseline)."""
     from learners.sb3 import make_credit_vec_env
+    from wrappers import SPAConfig
     from wrappers.offline import frozen_config, load_models
 
     n = settings.n_envs
@@ -129,8 +136,13 @@ def _paper_env(method: str, seed: int, settings: Settings, paper: Path) -> Any:
     if method == "grpo_warm":
         return make_credit_vec_env(ENV_ID, "grpo", n_envs=n, group_size=settings.group_size,
                                    seed=seed)  # fmt: skip
-    name = method.removesuffix("_paper")
-    config = frozen_config(load_models(paper / f"{name}.pt"))
+    if method == "sparse_warm":
+        name = "spa"
+        config = SPAConfig(contribution_source="sparse", online=False, advantage="rewards")
+    else:  # "hisr_flat_paper": the paper's "w/o HIM" ablation, uniform segment importance
+        name = method.removesuffix("_paper").removesuffix("_flat")
+        flat = {"use_hindsight": False} if method == "hisr_flat_paper" else {}
+        config = frozen_config(load_models(paper / f"{name}.pt"), **flat)
     with warnings.catch_warnings():  # one-episode groups: fine for rewards, which need no group
         warnings.filterwarnings("ignore", message="group_size=1")
         return make_credit_vec_env(ENV_ID, name, n_envs=n, group_size=1, config=config, seed=seed)
@@ -396,8 +408,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
-        "--merge", type=Path, help="an earlier fidelity_sokoban.json (same settings): keep its runs"
-    )
+        "--merge", type=Path, nargs="+", default=[],
+        help="earlier fidelity_sokoban.json files (same settings): keep their runs",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args(argv)
 
@@ -412,12 +425,14 @@ def main(argv: list[str] | None = None) -> None:
             setattr(settings, name, getattr(args, name))
     earlier: list[dict[str, Any]] = []
     earlier_s = 0.0  # the wall time of the merged runs, as their own session measured it
-    if args.merge is not None:
-        saved = json.loads(args.merge.read_text())
+    for path in args.merge:
+        saved = json.loads(path.read_text())
         if saved["settings"] != dataclasses.asdict(settings):
-            parser.error(f"{args.merge} was made with other settings: {saved['settings']}")
-        earlier = [r for r in saved["runs"] if r["method"] in args.methods and r["seed"] < seeds]
-        earlier_s = saved["total_s"]
+            parser.error(f"{path} was made with other settings: {saved['settings']}")
+        done = {(r["method"], r["seed"]) for r in earlier}
+        earlier += [r for r in saved["runs"] if r["method"] in args.methods and r["seed"] < seeds
+                    and (r["method"], r["seed"]) not in done]  # fmt: skip
+        earlier_s += saved["total_s"]
     done = {(r["method"], r["seed"]) for r in earlier}
     start = time.perf_counter()
     paper, meta = None, None
