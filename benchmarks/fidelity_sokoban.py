@@ -30,7 +30,6 @@ import multiprocessing as mp
 import os
 import platform
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +142,7 @@ def _paper_env(method: str, seed: int, settings: Settings, paper: Path) -> Any:
         name = method.removesuffix("_paper").removesuffix("_flat")
         flat = {"use_hindsight": False} if method == "hisr_flat_paper" else {}
         config = frozen_config(load_models(paper / f"{name}.pt"), **flat)
-    with warnings.catch_warnings():  # one-episode groups: fine for rewards, which need no group
-        warnings.filterwarnings("ignore", message="group_size=1")
-        return make_credit_vec_env(ENV_ID, name, n_envs=n, group_size=1, config=config, seed=seed)
+    return make_credit_vec_env(ENV_ID, name, n_envs=n, group_size=1, config=config, seed=seed)
 
 
 def run_one(
