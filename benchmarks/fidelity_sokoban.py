@@ -1,23 +1,33 @@
 """Fidelity on Sokoban: SB3 PPO trained with each credit method at the same env-step budget.
 
 Usage: ``python -m benchmarks.fidelity_sokoban [--quick] [--steps 80000] [--seeds 5] [--workers 2]
-[--methods ...] [--merge earlier.json]``
+[--methods ...] [--merge earlier.json ...] [--report-only]``
 
-For each method (GRPO, GiGPO, GraphGPO, RTMC, the model-based TRIAGE with the oracle judge, SPA with
-its MLP progress estimator and HISR with its feature scorers, all trained online from the groups
-they credit, and plain PPO with GAE as the extra baseline) and each seed, trains :class:`learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0``
-(6x6, 1 box, 15 steps, one-hot planes, ``Discrete(4)``; the env's shaped rewards) and evaluates the
-greedy policy on a fixed set of held-out test rooms (``seed-65536 ...``) every ``--eval-every``
-steps. The seed fixes the initial weights and the training task stream, so seed ``s`` of every method
-starts from the same policy and draws tasks from the same stream; "vs GRPO" is the paired difference.
+Online rows: for each method (GRPO, GiGPO, GraphGPO, RTMC, the model-based TRIAGE with the oracle
+judge, SPA with its MLP progress estimator and HISR with its feature scorers, all trained online
+from the groups they credit, and plain PPO with GAE as the extra baseline) and each seed, trains
+:class:`learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0`` (6x6,
+1 box, 15 steps, one-hot planes, ``Discrete(4)``; the env's shaped rewards) from scratch and
+evaluates the greedy policy on a fixed set of held-out test rooms (``seed-65536 ...``) every
+``--eval-every`` steps. The seed fixes the initial weights and the training task stream, so seed
+``s`` of every method starts from the same policy and draws tasks from the same stream; "vs" is
+the paired difference to GRPO.
+
+Paper-protocol rows (:data:`PAPER_METHODS`): :func:`benchmarks.fidelity_paper.prepare` first
+clones the solver into a warm start, collects ``M`` rollouts of it per training room and fits SPA
+and HISR offline; every row then starts from that warm start: PPO + GAE on the env reward (the
+baseline they pair with, trained on for the collection's steps too, so the budget compares both
+ways), PPO + GAE on the success flag alone, GRPO, and PPO + GAE on the frozen SPA / HISR rewards.
 
 Writes to ``--out`` (default ``benchmarks/out/``): ``fidelity_sokoban.md`` (settings and the table of
 final success with 95% t-intervals over seeds), ``fidelity_sokoban.png`` (success vs env steps, mean
 and 95% band per method) and ``fidelity_sokoban.json`` (every run's curve), and prints the table.
-Runs go to ``--workers`` processes (one torch thread each). ``--merge`` reads the runs of an
-earlier ``fidelity_sokoban.json`` made with the same settings and runs only the methods it lacks
-(a run is a pure function of method, seed and settings), so methods can be added later. The default settings (25 runs of 80k
-steps) took 23.9 minutes on a shared 2-core machine; ``--quick`` is a one-minute smoke run.
+Runs go to ``--workers`` processes (one torch thread each). ``--merge`` reads the runs of earlier
+``fidelity_sokoban.json`` files made with the same settings and runs only the (method, seed) pairs
+they lack (a run is a pure function of method, seed and settings), so methods can be added later;
+``--report-only`` runs nothing and rebuilds the outputs from them. The default online settings (25
+runs of 80k steps) took 23.9 minutes on a shared 2-core machine; ``--quick`` is a one-minute smoke
+run.
 """
 
 from __future__ import annotations
@@ -408,6 +418,10 @@ def main(argv: list[str] | None = None) -> None:
         "--merge", type=Path, nargs="+", default=[],
         help="earlier fidelity_sokoban.json files (same settings): keep their runs",
     )  # fmt: skip
+    parser.add_argument(
+        "--report-only", action="store_true",
+        help="run nothing: rebuild the table and curves from the --merge files",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args(argv)
 
@@ -433,7 +447,7 @@ def main(argv: list[str] | None = None) -> None:
     done = {(r["method"], r["seed"]) for r in earlier}
     start = time.perf_counter()
     paper, meta = None, None
-    if set(args.methods) & set(PAPER_METHODS):
+    if set(args.methods) & set(PAPER_METHODS) and not args.report_only:
         from benchmarks.fidelity_paper import prepare
 
         paper = args.out / "paper"
@@ -443,6 +457,9 @@ def main(argv: list[str] | None = None) -> None:
     jobs = [
         (m, s, settings, paper) for s in range(seeds) for m in args.methods if (m, s) not in done
     ]
+    if args.report_only:
+        jobs = []
+        meta = next((json.loads(p.read_text()).get("paper") for p in args.merge), None)
     if args.workers > 1:
         with mp.get_context("fork").Pool(args.workers) as pool:
             runs = []
