@@ -319,9 +319,22 @@ def markdown(rows: list[dict[str, Any]], settings: Settings, extra: dict[str, An
         )
     lines += [
         "",
-        f"Untrained greedy policy (step 0, mean over seeds): {_pct(extra['initial'])}%. "
-        f"Warm start (step 0 of the paper rows): {_pct(extra['warm_initial'])}%. "
-        f"Uniformly random actions: {_pct(extra['random'])}%.",
+        " ".join(
+            text
+            for value, text in (
+                (
+                    extra["initial"],
+                    f"Untrained greedy policy (step 0, mean over seeds): "
+                    f"{_pct(extra['initial'])}%.",
+                ),
+                (
+                    extra["warm_initial"],
+                    f"Warm start (step 0 of the paper rows): {_pct(extra['warm_initial'])}%.",
+                ),
+            )
+            if not math.isnan(value)
+        )
+        + f" Uniformly random actions: {_pct(extra['random'])}%.",
         "",
         *_paper_lines(settings, extra.get("paper")),
         "## Settings",
@@ -370,7 +383,10 @@ def _paper_lines(settings: Settings, meta: dict[str, Any] | None) -> list[str]:
         f"success {_pct(q['success'])}%) of the quality rooms (test split, after the evaluation "
         f"rooms): sum MSE SPA {q['spa_sum_mse']:.4f}, HISR SPRM {q['hisr_sum_mse']:.4f}; Spearman "
         f"with the solver's distance reduction: SPA c_t {q['spa_spearman']:.3f}, HISR r_him "
-        f"{q['hisr_spearman']:.3f} (the env's shaped reward: {q['env_spearman']:.3f}).",
+        f"{q['hisr_spearman']:.3f} (the env's shaped reward: {q['env_spearman']:.3f}). Summed "
+        f"fused reward of a success / a failure: SPA {q['spa_won']:.3f} / {q['spa_lost']:.3f}, "
+        f"HISR {q['hisr_won']:.3f} / {q['hisr_lost']:.3f}, HISR without the hindsight "
+        f"modulation {q['hisr_flat_won']:.3f} / {q['hisr_flat_lost']:.3f}.",
         "",
     ]
 
