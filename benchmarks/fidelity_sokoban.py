@@ -26,8 +26,8 @@ Runs go to ``--workers`` processes (one torch thread each). ``--merge`` reads th
 ``fidelity_sokoban.json`` files made with the same settings and runs only the (method, seed) pairs
 they lack (a run is a pure function of method, seed and settings), so methods can be added later;
 ``--report-only`` runs nothing and rebuilds the outputs from them. The default online settings (25
-runs of 80k steps) took 23.9 minutes on a shared 2-core machine; ``--quick`` is a one-minute smoke
-run.
+runs of 80k steps) took 23.9 minutes on a shared 2-core machine, the paper rows (30 runs and
+their preparation) 62.5 minutes on a busier one; ``--quick`` is a smoke run of a few minutes.
 """
 
 from __future__ import annotations
