@@ -1,23 +1,33 @@
 """Fidelity on Sokoban: SB3 PPO trained with each credit method at the same env-step budget.
 
 Usage: ``python -m benchmarks.fidelity_sokoban [--quick] [--steps 80000] [--seeds 5] [--workers 2]
-[--methods ...] [--merge earlier.json]``
+[--methods ...] [--merge earlier.json ...] [--report-only]``
 
-For each method (GRPO, GiGPO, GraphGPO, RTMC, the model-based TRIAGE with the oracle judge, SPA with
-its MLP progress estimator and HISR with its feature scorers, all trained online from the groups
-they credit, and plain PPO with GAE as the extra baseline) and each seed, trains :class:`learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0``
-(6x6, 1 box, 15 steps, one-hot planes, ``Discrete(4)``; the env's shaped rewards) and evaluates the
-greedy policy on a fixed set of held-out test rooms (``seed-65536 ...``) every ``--eval-every``
-steps. The seed fixes the initial weights and the training task stream, so seed ``s`` of every method
-starts from the same policy and draws tasks from the same stream; "vs GRPO" is the paired difference.
+Online rows: for each method (GRPO, GiGPO, GraphGPO, RTMC, the model-based TRIAGE with the oracle
+judge, SPA with its MLP progress estimator and HISR with its feature scorers, all trained online
+from the groups they credit, and plain PPO with GAE as the extra baseline) and each seed, trains
+:class:`learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0`` (6x6,
+1 box, 15 steps, one-hot planes, ``Discrete(4)``; the env's shaped rewards) from scratch and
+evaluates the greedy policy on a fixed set of held-out test rooms (``seed-65536 ...``) every
+``--eval-every`` steps. The seed fixes the initial weights and the training task stream, so seed
+``s`` of every method starts from the same policy and draws tasks from the same stream; "vs" is
+the paired difference to GRPO.
+
+Paper-protocol rows (:data:`PAPER_METHODS`): :func:`benchmarks.fidelity_paper.prepare` first
+clones the solver into a warm start, collects ``M`` rollouts of it per training room and fits SPA
+and HISR offline; every row then starts from that warm start: PPO + GAE on the env reward (the
+baseline they pair with, trained on for the collection's steps too, so the budget compares both
+ways), PPO + GAE on the success flag alone, GRPO, and PPO + GAE on the frozen SPA / HISR rewards.
 
 Writes to ``--out`` (default ``benchmarks/out/``): ``fidelity_sokoban.md`` (settings and the table of
 final success with 95% t-intervals over seeds), ``fidelity_sokoban.png`` (success vs env steps, mean
 and 95% band per method) and ``fidelity_sokoban.json`` (every run's curve), and prints the table.
-Runs go to ``--workers`` processes (one torch thread each). ``--merge`` reads the runs of an
-earlier ``fidelity_sokoban.json`` made with the same settings and runs only the methods it lacks
-(a run is a pure function of method, seed and settings), so methods can be added later. The default settings (25 runs of 80k
-steps) took 23.9 minutes on a shared 2-core machine; ``--quick`` is a one-minute smoke run.
+Runs go to ``--workers`` processes (one torch thread each). ``--merge`` reads the runs of earlier
+``fidelity_sokoban.json`` files made with the same settings and runs only the (method, seed) pairs
+they lack (a run is a pure function of method, seed and settings), so methods can be added later;
+``--report-only`` runs nothing and rebuilds the outputs from them. The default online settings (25
+runs of 80k steps) took 23.9 minutes on a shared 2-core machine, the paper rows (30 runs and
+their preparation) 62.5 minutes on a busier one; ``--quick`` is a smoke run of a few minutes.
 """
 
 from __future__ import annotations
@@ -43,9 +53,22 @@ METHOD_NAMES = {
     "graph": "GraphGPO",
     "rtmc": "RTMC",
     "triage": "TRIAGE (oracle judge)",
-    "spa": "SPA (MLP estimator)",
-    "hisr": "HISR (feature scorers)",
+    "spa": "SPA (online, MLP estimator)",
+    "hisr": "HISR (online, feature scorers)",
+    "gae_warm": "PPO + GAE (warm start)",
+    "sparse_warm": "PPO + GAE, success reward only (warm start)",
+    "grpo_warm": "GRPO (warm start)",
+    "spa_paper": "SPA (paper protocol)",
+    "hisr_paper": "HISR (paper protocol)",
+    "hisr_flat_paper": "HISR w/o hindsight modulation (paper protocol)",
 }
+#: The paper-protocol rows: they start from the behaviour-cloned warm start (benchmarks/fidelity_paper.py).
+PAPER_METHODS = (
+    "gae_warm", "sparse_warm", "grpo_warm", "spa_paper", "hisr_paper", "hisr_flat_paper"
+)  # fmt: skip
+#: The run each method is paired with in the table ("vs" column); GRPO for the online rows.
+BASELINE = {"grpo": None, "gae_warm": None, "sparse_warm": "gae_warm", "grpo_warm": "gae_warm",
+            "spa_paper": "gae_warm", "hisr_paper": "gae_warm", "hisr_flat_paper": "gae_warm"}  # fmt: skip
 #: Two-sided 95% Student-t quantiles by degrees of freedom (1..30); beyond that the normal 1.96.
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -70,6 +93,11 @@ class Settings:
     gae_lambda: float = 0.95
     clip_range: float = 0.2
     graph_distance_discount: float = 0.8
+    bc_rooms: int = 300
+    bc_epochs: int = 10
+    paper_rooms: int = 200
+    paper_m: int = 10
+    quality_rooms: int = 100
 
 
 def t_interval(values: np.ndarray) -> tuple[float, float]:
@@ -102,8 +130,40 @@ def _test_ids(settings: Settings) -> list[str]:
     return [ids[i] for i in range(settings.test_rooms)]
 
 
-def run_one(method: str, seed: int, settings: Settings) -> dict[str, Any]:
-    """Train one (method, seed); return its learning curve ``{"steps", "success", ...}``."""
+def _paper_env(method: str, seed: int, settings: Settings, paper: Path) -> Any:
+    """The vec env of a paper-protocol row: plain (PPO + GAE), GRPO groups, or in one-episode
+    groups the frozen SPA / HISR models (saved by :func:`benchmarks.fidelity_paper.prepare`) or
+    the success flag alone on the last step (SPA's ``"sparse"`` source: the papers' PPO
+    baseline)."""
+    from learners.sb3 import make_credit_vec_env
+    from wrappers import SPAConfig
+    from wrappers.offline import frozen_config, load_models
+
+    n = settings.n_envs
+    if method == "gae_warm":
+        return make_credit_vec_env(ENV_ID, "gae", n_envs=n, seed=seed)
+    if method == "grpo_warm":
+        return make_credit_vec_env(ENV_ID, "grpo", n_envs=n, group_size=settings.group_size,
+                                   seed=seed)  # fmt: skip
+    if method == "sparse_warm":
+        name = "spa"
+        config = SPAConfig(contribution_source="sparse", online=False, advantage="rewards")
+    else:  # "hisr_flat_paper": the paper's "w/o HIM" ablation, uniform segment importance
+        name = method.removesuffix("_paper").removesuffix("_flat")
+        flat = {"use_hindsight": False} if method == "hisr_flat_paper" else {}
+        config = frozen_config(load_models(paper / f"{name}.pt"), **flat)
+    return make_credit_vec_env(ENV_ID, name, n_envs=n, group_size=1, config=config, seed=seed)
+
+
+def run_one(
+    method: str, seed: int, settings: Settings, paper: Path | None = None
+) -> dict[str, Any]:
+    """Train one (method, seed); return its learning curve ``{"steps", "success", ...}``.
+
+    A paper-protocol method (:data:`PAPER_METHODS`) needs ``paper``, the directory
+    :func:`benchmarks.fidelity_paper.prepare` filled: it starts from its warm start, and
+    PPO + GAE (warm start) also trains on for the collection's steps (one more checkpoint), the
+    budget the other side spent collecting rollouts."""
     import gymnasium as gym
     import torch
 
@@ -112,23 +172,35 @@ def run_one(method: str, seed: int, settings: Settings) -> dict[str, Any]:
 
     torch.set_num_threads(1)
     start = time.perf_counter()
-    env = make_credit_vec_env(
-        ENV_ID, method, n_envs=settings.n_envs, group_size=settings.group_size,
-        config=_method_config(method, settings), seed=seed,
-    )  # fmt: skip
+    checkpoints = list(range(0, settings.steps + 1, settings.eval_every))
+    if method in PAPER_METHODS:
+        if paper is None:
+            raise ValueError(f"{method} needs the prepared paper-protocol directory")
+        env = _paper_env(method, seed, settings, paper)
+        if method == "gae_warm":
+            meta = json.loads((paper / "paper.json").read_text())
+            checkpoints.append(settings.steps + meta["collect_steps"])
+    else:
+        env = make_credit_vec_env(
+            ENV_ID, method, n_envs=settings.n_envs, group_size=settings.group_size,
+            config=_method_config(method, settings), seed=seed,
+        )  # fmt: skip
     model = CreditPPO(
         "MlpPolicy", env, n_steps=settings.n_steps, batch_size=settings.batch_size,
         n_epochs=settings.n_epochs, learning_rate=settings.learning_rate,
         ent_coef=settings.ent_coef, gamma=settings.gamma, gae_lambda=settings.gae_lambda,
         clip_range=settings.clip_range, seed=seed, device="cpu",
     )  # fmt: skip
+    if method in PAPER_METHODS:
+        from benchmarks.fidelity_paper import load_warm_start
+
+        load_warm_start(model, paper / "warm_start.pt")
     test_ids = _test_ids(settings)
 
     def make_test_env() -> gym.Env:
         return gym.make(ENV_ID, split="test")
 
     steps, success, eval_s = [], [], 0.0
-    checkpoints = range(0, settings.steps + 1, settings.eval_every)
     for checkpoint in checkpoints:
         if checkpoint > model.num_timesteps:
             model.learn(checkpoint - model.num_timesteps, reset_num_timesteps=False)
@@ -140,7 +212,7 @@ def run_one(method: str, seed: int, settings: Settings) -> dict[str, Any]:
     return {
         "method": method,
         "seed": seed,
-        "checkpoints": list(checkpoints),
+        "checkpoints": checkpoints,
         "steps": steps,
         "success": success,
         "wall_s": time.perf_counter() - start,
@@ -167,26 +239,48 @@ def random_policy_success(settings: Settings, seed: int = 0) -> float:
     )
 
 
-def _run_job(job: tuple[str, int, Settings]) -> dict[str, Any]:
+def _run_job(job: tuple[str, int, Settings, Path | None]) -> dict[str, Any]:
     return run_one(*job)
 
 
-def summarise(runs: list[dict[str, Any]], methods: list[str]) -> list[dict[str, Any]]:
-    """Per method: final success mean and 95% interval, paired difference to GRPO, mean wall time."""
+def _final(run: dict[str, Any], steps: int) -> float:
+    """Success at the nominal budget (the checkpoint ``steps``)."""
+    return run["success"][run["checkpoints"].index(steps)]
+
+
+def _paired(by: dict[str, list], m: str, base: str | None, value: Any) -> tuple[float, float]:
+    """Mean and 95% half-width of ``value(run) - final(baseline run)`` over shared seeds."""
+    if base is None or base not in by:
+        return math.nan, math.nan
+    ref = {r["seed"]: r["_final"] for r in by[base]}
+    diffs = [value(r) - ref[r["seed"]] for r in by[m] if r["seed"] in ref]
+    return t_interval(np.array(diffs)) if diffs else (math.nan, math.nan)
+
+
+def summarise(runs: list[dict[str, Any]], methods: list[str], steps: int) -> list[dict[str, Any]]:
+    """Per method: success at ``steps`` (mean, 95% interval), the paired difference to its
+    :data:`BASELINE` (GRPO for the online rows), and for the paper rows also the difference to
+    the baseline's success after ``steps`` + the collection steps (``d_budget``)."""
     by = {
-        m: sorted((r for r in runs if r["method"] == m), key=lambda r: r["seed"]) for m in methods
-    }
-    grpo = {r["seed"]: r["success"][-1] for r in by.get("grpo", [])}
+        m: sorted(({**r, "_final": _final(r, steps)} for r in runs if r["method"] == m),
+                  key=lambda r: r["seed"])
+        for m in {*methods, *filter(None, BASELINE.values())}
+    }  # fmt: skip
     rows = []
     for m in methods:
-        final = np.array([r["success"][-1] for r in by[m]])
+        base = BASELINE.get(m, "grpo")
+        final = np.array([r["_final"] for r in by[m]])
         mean, half = t_interval(final)
-        paired = [r["success"][-1] - grpo[r["seed"]] for r in by[m] if r["seed"] in grpo]
-        d_mean, d_half = t_interval(np.array(paired)) if m != "grpo" and paired else (math.nan,) * 2
+        d_mean, d_half = _paired(by, m, base, lambda r: r["_final"])
+        b_mean, b_half = (math.nan, math.nan)
+        if base == "gae_warm" and by.get(base):
+            longer = {r["seed"]: r["success"][-1] for r in by[base]}
+            diffs = [r["_final"] - longer[r["seed"]] for r in by[m] if r["seed"] in longer]
+            b_mean, b_half = t_interval(np.array(diffs))
         rows.append({
             "method": m, "seeds": len(final), "final": final.tolist(), "mean": mean, "ci": half,
-            "d_grpo": d_mean, "d_grpo_ci": d_half,
-            "wall_s": float(np.mean([r["wall_s"] for r in by[m]])),
+            "baseline": base, "d": d_mean, "d_ci": d_half, "d_budget": b_mean,
+            "d_budget_ci": b_half, "wall_s": float(np.mean([r["wall_s"] for r in by[m]])),
         })  # fmt: skip
     return rows
 
@@ -207,23 +301,42 @@ def markdown(rows: list[dict[str, Any]], settings: Settings, extra: dict[str, An
         "# Sokoban fidelity: SB3 PPO with credit-assignment advantages",
         "",
         f"Greedy success (%) on {settings.test_rooms} held-out test rooms after {settings.steps:,} "
-        'env steps; mean ± 95% t-interval over seeds. "vs GRPO": paired difference (same seed = same '
-        "initial policy and task stream), percentage points.",
+        'env steps; mean ± 95% t-interval over seeds. "vs": paired difference to the named run '
+        '(same seed = same initial policy and task stream), percentage points; "counting '
+        "collection\": against PPO + GAE (warm start) trained on for the collection's steps.",
         "",
-        "| method | seeds | final success | vs GRPO (pp) | per-seed | wall s/run |",
-        "|---|---|---|---|---|---|",
+        "| method | seeds | final success | vs | diff (pp) | diff counting collection (pp) "
+        "| per-seed | wall s/run |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         per_seed = " ".join(f"{100 * v:.0f}" for v in r["final"])
+        base = METHOD_NAMES[r["baseline"]] if r["baseline"] else "-"
         lines.append(
-            f"| {METHOD_NAMES[r['method']]} | {r['seeds']} | {_pct(r['mean'], r['ci'])} | "
-            f"{_pct(r['d_grpo'], r['d_grpo_ci'])} | {per_seed} | {r['wall_s']:.0f} |"
+            f"| {METHOD_NAMES[r['method']]} | {r['seeds']} | {_pct(r['mean'], r['ci'])} | {base} | "
+            f"{_pct(r['d'], r['d_ci'])} | {_pct(r['d_budget'], r['d_budget_ci'])} | {per_seed} | "
+            f"{r['wall_s']:.0f} |"
         )
     lines += [
         "",
-        f"Untrained greedy policy (step 0, mean over seeds): {_pct(extra['initial'])}%. "
-        f"Uniformly random actions: {_pct(extra['random'])}%.",
+        " ".join(
+            text
+            for value, text in (
+                (
+                    extra["initial"],
+                    f"Untrained greedy policy (step 0, mean over seeds): "
+                    f"{_pct(extra['initial'])}%.",
+                ),
+                (
+                    extra["warm_initial"],
+                    f"Warm start (step 0 of the paper rows): {_pct(extra['warm_initial'])}%.",
+                ),
+            )
+            if not math.isnan(value)
+        )
+        + f" Uniformly random actions: {_pct(extra['random'])}%.",
         "",
+        *_paper_lines(settings, extra.get("paper")),
         "## Settings",
         "",
         f"- env: `{ENV_ID}` (6x6, 1 box, 15 steps, shaped rewards -0.1/step, +1 box on target, "
@@ -244,6 +357,38 @@ def markdown(rows: list[dict[str, Any]], settings: Settings, extra: dict[str, An
         f"total wall time {extra['total_s'] / 60:.1f} min.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _paper_lines(settings: Settings, meta: dict[str, Any] | None) -> list[str]:
+    """The paper protocol's preparation (warm start, collection, fits, estimator quality)."""
+    if not meta:
+        return []
+    q = meta["quality"]
+    return [
+        "## Paper protocol: preparation",
+        "",
+        f"- warm start: behaviour cloning on the solver's shortest solutions of {settings.bc_rooms} "
+        f"train rooms ({meta['demo_steps']} steps), {settings.bc_epochs} epochs; greedy success "
+        f"{_pct(meta['warm_start_quality_success'])}% on the {settings.quality_rooms} quality rooms.",
+        f"- collection: M = {settings.paper_m} sampled rollouts of the warm start on each of "
+        f"{settings.paper_rooms} train rooms: {meta['collect_steps']:,} env steps, success "
+        f"{_pct(meta['collect_success'])}%.",
+        f"- offline fits (sum MSE before -> after): SPA {meta['spa_fit'][0]:.4f} -> "
+        f"{meta['spa_fit'][1]:.4f} ({meta['spa_fit_s']:.0f} s); HISR SPRM "
+        f"{meta['hisr_fit']['sprm'][0]:.4f} -> {meta['hisr_fit']['sprm'][1]:.4f}, hindsight "
+        f"cross-entropy {meta['hisr_fit']['hindsight'][0]:.3f} -> "
+        f"{meta['hisr_fit']['hindsight'][1]:.3f}, policy {meta['hisr_fit']['policy'][0]:.3f} -> "
+        f"{meta['hisr_fit']['policy'][1]:.3f} ({meta['hisr_fit_s']:.0f} s).",
+        f"- estimator quality on {q['trajectories']} held-out rollouts ({q['steps']} steps, "
+        f"success {_pct(q['success'])}%) of the quality rooms (test split, after the evaluation "
+        f"rooms): sum MSE SPA {q['spa_sum_mse']:.4f}, HISR SPRM {q['hisr_sum_mse']:.4f}; Spearman "
+        f"with the solver's distance reduction: SPA c_t {q['spa_spearman']:.3f}, HISR r_him "
+        f"{q['hisr_spearman']:.3f} (the env's shaped reward: {q['env_spearman']:.3f}). Summed "
+        f"fused reward of a success / a failure: SPA {q['spa_won']:.3f} / {q['spa_lost']:.3f}, "
+        f"HISR {q['hisr_won']:.3f} / {q['hisr_lost']:.3f}, HISR without the hindsight "
+        f"modulation {q['hisr_flat_won']:.3f} / {q['hisr_flat_lost']:.3f}.",
+        "",
+    ]
 
 
 def plot(runs: list[dict[str, Any]], methods: list[str], path: Path) -> None:
@@ -286,27 +431,51 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
-        "--merge", type=Path, help="an earlier fidelity_sokoban.json (same settings): keep its runs"
-    )
+        "--merge", type=Path, nargs="+", default=[],
+        help="earlier fidelity_sokoban.json files (same settings): keep their runs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--report-only", action="store_true",
+        help="run nothing: rebuild the table and curves from the --merge files",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args(argv)
 
-    settings = Settings(steps=4096, eval_every=2048, test_rooms=50) if args.quick else Settings()
+    settings = (
+        Settings(steps=4096, eval_every=2048, test_rooms=50, paper_rooms=20, quality_rooms=10)
+        if args.quick
+        else Settings()
+    )
     seeds = 2 if args.quick else args.seeds
     for name in ("steps", "eval_every", "test_rooms"):
         if getattr(args, name) is not None:
             setattr(settings, name, getattr(args, name))
     earlier: list[dict[str, Any]] = []
     earlier_s = 0.0  # the wall time of the merged runs, as their own session measured it
-    if args.merge is not None:
-        saved = json.loads(args.merge.read_text())
+    for path in args.merge:
+        saved = json.loads(path.read_text())
         if saved["settings"] != dataclasses.asdict(settings):
-            parser.error(f"{args.merge} was made with other settings: {saved['settings']}")
-        earlier = [r for r in saved["runs"] if r["method"] in args.methods and r["seed"] < seeds]
-        earlier_s = saved["total_s"]
+            parser.error(f"{path} was made with other settings: {saved['settings']}")
+        done = {(r["method"], r["seed"]) for r in earlier}
+        earlier += [r for r in saved["runs"] if r["method"] in args.methods and r["seed"] < seeds
+                    and (r["method"], r["seed"]) not in done]  # fmt: skip
+        earlier_s += saved["total_s"]
     done = {(r["method"], r["seed"]) for r in earlier}
-    jobs = [(m, s, settings) for s in range(seeds) for m in args.methods if (m, s) not in done]
     start = time.perf_counter()
+    paper, meta = None, None
+    if set(args.methods) & set(PAPER_METHODS) and not args.report_only:
+        from benchmarks.fidelity_paper import prepare
+
+        paper = args.out / "paper"
+        meta = prepare(paper, settings)
+        print(f"[{time.perf_counter() - start:6.0f}s] paper protocol prepared: "
+              f"{json.dumps(meta)}", flush=True)  # fmt: skip
+    jobs = [
+        (m, s, settings, paper) for s in range(seeds) for m in args.methods if (m, s) not in done
+    ]
+    if args.report_only:
+        jobs = []
+        meta = next((json.loads(p.read_text()).get("paper") for p in args.merge), None)
     if args.workers > 1:
         with mp.get_context("fork").Pool(args.workers) as pool:
             runs = []
@@ -319,9 +488,13 @@ def main(argv: list[str] | None = None) -> None:
     total = time.perf_counter() - start + earlier_s
     runs = earlier + runs
 
-    rows = summarise(runs, args.methods)
+    rows = summarise(runs, args.methods, settings.steps)
+    cold = [r["success"][0] for r in runs if r["method"] not in PAPER_METHODS]
+    warm = [r["success"][0] for r in runs if r["method"] in PAPER_METHODS]
     extra = {
-        "initial": float(np.mean([r["success"][0] for r in runs])),
+        "initial": float(np.mean(cold)) if cold else math.nan,
+        "warm_initial": float(np.mean(warm)) if warm else math.nan,
+        "paper": meta,
         "random": random_policy_success(settings),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "workers": args.workers,

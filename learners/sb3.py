@@ -12,6 +12,7 @@ This module holds:
 * :class:`RayVecEnv` - an SB3 ``VecEnv`` whose sub-envs (credit wrappers included) live in Ray
   actors (:class:`agentenvs.RayVectorEnv`): ``make_credit_vec_env(..., vec_env_cls=RayVecEnv)``.
 * :func:`discounted_returns` - reward-to-go, the value head's regression target under credit.
+* :func:`gae_episode` - GAE of one episode's rewards with critic values and a bootstrap.
 * :func:`evaluate_success` - greedy success rate of a model on a fixed list of task ids.
 
 How a credited rollout is built. Each sub-env's :class:`~wrappers.CreditWrapper` plays
@@ -30,6 +31,15 @@ Advantages are the wrapper's, unchanged: ``normalize_advantage`` defaults to ``F
 SB3's ``True`` otherwise. The value head is still trained (``vf_coef``) on the discounted
 Monte-Carlo return-to-go of the env rewards (:func:`discounted_returns`, ``gamma``); it does not
 enter the advantages, so ``vf_coef=0`` turns it off at no cost to the policy.
+
+Rewards instead of advantages. A wrapper whose config has ``advantage="rewards"`` (SPA and HISR,
+e.g. :func:`wrappers.offline.frozen_config`: the papers' pipeline) hands out each step's dense
+*reward* ``r_t``. :class:`CreditPPO` then runs GAE with its critic on those rewards, per episode
+(:func:`gae_episode`: ``gamma``, ``gae_lambda``, the values the policy gave at collection time,
+``V = 0`` after a terminal step and the critic's value of the final observation after a time-limit
+truncation, as SB3 does); the value head regresses on ``A + V`` and ``normalize_advantage`` defaults
+to ``True``, as in plain PPO. The buffer's ``rewards`` column holds the rewards used (the env's
+rewards when the wrapper gives advantages).
 
 >>> import gymnasium as gym, agentenvs
 >>> env = make_credit_vec_env("agentenvs/SokobanDiscrete-v0", "graph", n_envs=2, group_size=2, seed=0)
@@ -72,6 +82,7 @@ __all__ = [
     "make_credit_vec_env",
     "RayVecEnv",
     "discounted_returns",
+    "gae_episode",
     "evaluate_success",
 ]
 
@@ -83,6 +94,33 @@ def discounted_returns(rewards: Sequence[float] | np.ndarray, gamma: float) -> n
     [3.5, 5.0, 10.0]
     """
     return reward_to_go(rewards, gamma)
+
+
+def gae_episode(
+    rewards: Sequence[float] | np.ndarray,
+    values: Sequence[float] | np.ndarray,
+    gamma: float,
+    lam: float,
+    bootstrap: float = 0.0,
+) -> np.ndarray:
+    """GAE advantages, float64 ``(n,)``, of one finished episode: ``delta_t = r_t + gamma V_{t+1} -
+    V_t`` with ``V_n = bootstrap`` (0 after a terminal step, the critic's value of the final
+    observation after a truncation), ``A_t = delta_t + gamma lam A_{t+1}``.
+
+    >>> gae_episode([0.7, 0.3, 1.0], [0.5, 0.6, 0.8], 0.99, 0.95).round(6).tolist()
+    [1.433634, 0.6801, 0.2]
+    """
+    r = np.asarray(rewards, np.float64).reshape(-1)
+    v = np.asarray(values, np.float64).reshape(-1)
+    if v.shape != r.shape:
+        raise ValueError(f"values must have shape {r.shape}, got {v.shape}")
+    delta = r + gamma * np.append(v[1:], bootstrap) - v
+    out = np.empty_like(r)
+    running = 0.0
+    for t in range(len(r) - 1, -1, -1):
+        running = delta[t] + gamma * lam * running
+        out[t] = running
+    return out
 
 
 class CreditRolloutBuffer(RolloutBuffer):
@@ -102,6 +140,7 @@ class CreditRolloutBuffer(RolloutBuffer):
         advantages: np.ndarray,
         returns: np.ndarray,
         episode_starts: np.ndarray,
+        rewards: np.ndarray | None = None,
     ) -> None:
         """Store ``n`` steps; every array has the step axis first (``observations``: ``(n, *obs_shape)``)."""
         n = len(advantages)
@@ -117,6 +156,7 @@ class CreditRolloutBuffer(RolloutBuffer):
             ("advantages", advantages),
             ("returns", returns),
             ("episode_starts", episode_starts),
+            ("rewards", np.zeros(n) if rewards is None else rewards),
         ):
             getattr(self, name)[:, 0] = np.asarray(column, dtype=np.float32)
         self.pos, self.full = n, True
@@ -125,7 +165,9 @@ class CreditRolloutBuffer(RolloutBuffer):
 class _PendingSteps:
     """Per sub-env record of the policy's outputs for steps whose group is not yet credited.
 
-    A record is ``(obs, action, value, log_prob, episode_start, rollout_index)``. ``episodes[i]``
+    A record is ``(obs, action, value, log_prob, episode_start, rollout_index, bootstrap)``, where
+    ``bootstrap`` is the critic's value of the final observation on a truncated episode's last step,
+    else 0. ``episodes[i]``
     holds sub-env ``i``'s finished episodes of its open group, ``current[i]`` its running episode.
     """
 
@@ -176,13 +218,15 @@ class CreditPPO(PPO):
         policy, env: as :class:`stable_baselines3.PPO`. If ``env``'s sub-envs are wrapped in a
             :class:`wrappers.CreditWrapper` (see :func:`make_credit_vec_env`), advantages come from
             it; otherwise this is plain PPO with GAE, step for step.
-        normalize_advantage: ``None`` (default) = ``False`` under credit, ``True`` (SB3's default)
-            with GAE.
+        normalize_advantage: ``None`` (default) = ``False`` under credit advantages, ``True`` (SB3's
+            default) with GAE, on the env's rewards or on a wrapper's (``advantage="rewards"``).
         **kwargs: any :class:`stable_baselines3.PPO` argument. ``n_steps * n_envs`` is the minimum
             number of credited steps per rollout; ``gamma`` discounts the value head's target.
 
     Attributes:
         credit: the credit method of the sub-envs' wrappers (e.g. ``"graph"``), or ``"gae"``.
+        credit_rewards: the wrappers hand out rewards (their config's ``advantage="rewards"``),
+            which GAE with the critic turns into advantages (module docstring).
     """
 
     def __init__(
@@ -195,12 +239,15 @@ class CreditPPO(PPO):
     ) -> None:
         super().__init__(policy, env, _init_setup_model=False, **kwargs)
         self.credit = "gae" if self.env is None else _credit_method(self.env)
+        self.credit_rewards = self.credit != "gae" and _gives_rewards(self.env)
         if self.credit != "gae":
             if isinstance(self.observation_space, spaces.Dict):
                 raise ValueError("CreditPPO supports Box/Discrete observations, not Dict spaces")
             self.rollout_buffer_class = CreditRolloutBuffer
         self.normalize_advantage = (
-            self.credit == "gae" if normalize_advantage is None else normalize_advantage
+            self.credit == "gae" or self.credit_rewards
+            if normalize_advantage is None
+            else normalize_advantage
         )
         self._pending: _PendingSteps | None = None
         self._ready: list[tuple] = []
@@ -216,9 +263,11 @@ class CreditPPO(PPO):
         """Switch to ``env`` (same credit method); pending steps of the old env are dropped."""
         super().set_env(env, force_reset)
         credit = _credit_method(self.env)
-        if credit != self.credit:
+        rewards = credit != "gae" and _gives_rewards(self.env)
+        if credit != self.credit or rewards != self.credit_rewards:
             raise ValueError(
-                f"the model trains with credit {self.credit!r}, the env gives {credit!r}"
+                f"the model trains with credit {self.credit!r} (rewards: {self.credit_rewards}), "
+                f"the env gives {credit!r} (rewards: {rewards})"
             )
         self._pending, self._ready = None, []
 
@@ -291,6 +340,7 @@ class CreditPPO(PPO):
                 log_probs[i],
                 bool(self._last_episode_starts[i]),
                 self._rollouts,
+                self._bootstrap(info) if dones[i] and self.credit_rewards else 0.0,
             )
             self._pending.add(i, record, bool(dones[i]))
             group = info.get("credit")
@@ -299,17 +349,45 @@ class CreditPPO(PPO):
             if not isinstance(group, _SharedGroup):  # a user-built env: free the wrapper's copy
                 env.env_method("pop_groups", indices=[i])
             pairs = self._pending.pop_group(i, group)
+            if self.credit_rewards:
+                self._ready += self._gae_steps(pairs, group)
+                continue
             returns = np.concatenate(
                 [discounted_returns([s.reward for s in t.steps], self.gamma) for t in group]
             )
             for (record, step), ret in zip(pairs, returns, strict=True):
                 if step.advantage is not None:
-                    self._ready.append((*record[:5], float(step.advantage), float(ret), record[5]))
+                    self._ready.append(
+                        (*record[:5], float(step.advantage), float(ret), record[5], step.reward)
+                    )
+
+    def _bootstrap(self, info: dict[str, Any]) -> float:
+        """The critic's value of a truncated episode's final observation (0 when it terminated)."""
+        if not info.get("TimeLimit.truncated") or "terminal_observation" not in info:
+            return 0.0
+        obs = self.policy.obs_to_tensor(info["terminal_observation"])[0]
+        with th.no_grad():
+            return float(self.policy.predict_values(obs)[0, 0])
+
+    def _gae_steps(self, pairs: list[tuple], group: Sequence[Trajectory]) -> list[tuple]:
+        """Ready steps of a group whose steps carry rewards: GAE per episode with the critic."""
+        out, start = [], 0
+        for traj in group:
+            chunk = pairs[start : start + len(traj.steps)]
+            start += len(traj.steps)
+            if any(step.advantage is None for _, step in chunk):
+                continue
+            rewards = [float(step.advantage) for _, step in chunk]
+            values = [float(record[2]) for record, _ in chunk]
+            adv = gae_episode(rewards, values, self.gamma, self.gae_lambda, chunk[-1][0][6])
+            for (record, _), a, v, r in zip(chunk, adv, values, rewards, strict=True):
+                out.append((*record[:5], float(a), float(a + v), record[5], r))
+        return out
 
     def _fill(self, rollout_buffer: RolloutBuffer) -> None:
         """Move every ready step into the buffer and log the rollout's credit statistics."""
         ready, self._ready = self._ready, []
-        obs, actions, values, log_probs, starts, advantages, returns, born = zip(
+        obs, actions, values, log_probs, starts, advantages, returns, born, rewards = zip(
             *ready, strict=True
         )
         rollout_buffer.fill(
@@ -320,6 +398,7 @@ class CreditPPO(PPO):
             advantages=np.asarray(advantages),
             returns=np.asarray(returns),
             episode_starts=np.asarray(starts),
+            rewards=np.asarray(rewards),
         )
         advantages = np.asarray(advantages)
         self.logger.record("credit/steps", len(ready))
@@ -366,6 +445,15 @@ def _credit_method(env: VecEnv) -> str:
     if len(methods) != 1:
         raise ValueError(f"sub-envs use different credit methods: {sorted(methods)}")
     return methods.pop()
+
+
+def _gives_rewards(env: VecEnv) -> bool:
+    """Whether the credit wrappers around ``env``'s sub-envs hand out rewards
+    (``config.advantage == "rewards"``) rather than advantages."""
+    kinds = {getattr(c, "advantage", None) == "rewards" for c in env.get_attr("config")}
+    if len(kinds) != 1:
+        raise ValueError("sub-envs mix credit configs that give rewards and advantages")
+    return kinds.pop()
 
 
 def make_credit_vec_env(

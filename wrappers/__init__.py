@@ -42,6 +42,8 @@ through the one path of the registry: :func:`estimate` returns advantages,
 * :mod:`wrappers.batch`, :mod:`wrappers.stats`, :mod:`wrappers.matching` - estimator internals.
 * :mod:`wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
 * :mod:`wrappers.methods` - the registration of the built-ins.
+* :mod:`wrappers.offline` - the SPA / HISR papers' pipeline: reference rollouts into the store,
+  models fitted offline, saved, and frozen in a config that hands out rewards for a critic.
 * :mod:`wrappers.models` - the model-backed parts (progress estimators, hindsight scorers,
   judges, the shared fit loop, the online-state map, loading a local Hugging Face causal LM).
 

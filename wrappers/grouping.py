@@ -62,7 +62,8 @@ class GroupAssembler:
 
     ``group_size`` must be an int >= 1 (``TypeError`` / ``ValueError`` otherwise); 1 warns, since a
     group of one episode gives every group-relative term 0 (GRPO, GiGPO, GraphGPO and RTMC then
-    give all-zero advantages).
+    give all-zero advantages), except for a config that hands out rewards (``advantage="rewards"``:
+    SPA and HISR with frozen models for a learner with a critic), which needs no group.
 
     A *slot* is any hashable naming an open group (the single wrapper has one, the vector wrapper
     one per block and round); a *member* is an index in ``range(group_size)``.
@@ -78,16 +79,16 @@ class GroupAssembler:
         state_keys: str = "required",
     ) -> None:
         group_size = check_group_size(group_size)
-        if group_size == 1:
+        if isinstance(method, CreditMethod):
+            self.credit_method, self.config = method, method.check_config(config)
+        else:
+            self.credit_method, self.config = get_method(method, config)
+        if group_size == 1 and getattr(self.config, "advantage", None) != "rewards":
             warnings.warn(
                 "group_size=1: each group holds one episode, so every group-relative advantage "
                 "is 0 (GRPO, GiGPO, GraphGPO, RTMC); use group_size >= 2",
                 stacklevel=3,
             )
-        if isinstance(method, CreditMethod):
-            self.credit_method, self.config = method, method.check_config(config)
-        else:
-            self.credit_method, self.config = get_method(method, config)
         if state_keys not in STATE_KEY_POLICIES:
             raise ValueError(f"state_keys must be one of {STATE_KEY_POLICIES}, got {state_keys!r}")
         self.state_keys = state_keys

@@ -329,6 +329,10 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
         args.credit_config = make_config(args.credit, **options)
     except (TypeError, ValueError) as error:
         _error(prog, f"--credit {args.credit}: {error}")
+    if getattr(args.credit_config, "advantage", None) == "rewards":
+        _error(prog, f"--credit {args.credit}: advantage 'rewards' needs a learner with a critic "
+               "(learners.sb3.CreditPPO); this learner takes each turn's value as its advantage, "
+               "so use 'group_relative'")  # fmt: skip
     return args
 
 

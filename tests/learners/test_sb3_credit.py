@@ -168,3 +168,51 @@ def test_evaluate_success_plays_each_task_once() -> None:
     won = evaluate_success(_Always(3), make, ["seed-42", "seed-1", "seed-12345"], batch=2)
     assert won.tolist() == [True, False, True]
     assert evaluate_success(_Always(0), make, ["seed-42", "seed-1"]).tolist() == [False, True]
+
+
+@pytest.mark.parametrize("method", ["spa", "hisr"])
+def test_frozen_rewards_reach_gae_with_the_critic(method: str) -> None:
+    """The paper pipeline: a frozen SPA / HISR wrapper hands out fused rewards (advantage="rewards");
+    the buffer holds exactly those rewards and GAE of them with the collection-time values."""
+    from learners.sb3 import gae_episode
+    from wrappers.models.progress import make_estimator
+    from wrappers.offline import collect_rollouts, fit_offline, frozen_config
+
+    class Random:
+        rng = np.random.default_rng(0)
+
+        def predict(self, obs, deterministic=False):
+            return self.rng.integers(4, size=len(obs)), None
+
+    groups = collect_rollouts(
+        lambda: gym.make(ENV_ID), Random(), [f"seed-{i}" for i in range(8)], m=4
+    )
+    options = {"epochs": 20} if method == "spa" else {"sprm": make_estimator(epochs=20)}
+    config = frozen_config(fit_offline(method, groups, **options))
+    env = make_credit_vec_env(ENV_ID, method, n_envs=2, group_size=3, config=config, seed=1)
+    model = CreditPPO("MlpPolicy", env, gamma=0.99, gae_lambda=0.95, **SMALL)
+    assert model.credit_rewards and model.normalize_advantage
+    credited = _collect_one_rollout(model)
+    buf = model.rollout_buffer
+    key = "spa" if method == "spa" else "hisr"
+    fused = [s.extras[key]["reward"] for g in credited for t in g for s in t.steps]
+    np.testing.assert_allclose(buf.rewards[:, 0], fused, atol=1e-6)
+    assert np.abs(fused).max() > 0
+    values, start = buf.values[:, 0].astype(np.float64), 0
+    for traj in (t for g in credited for t in g):
+        n = len(traj.steps)
+        last = traj.steps[-1]
+        if last.terminated:  # truncated episodes bootstrap on the critic; checked via returns
+            want = gae_episode(fused[start : start + n], values[start : start + n], 0.99, 0.95)
+            np.testing.assert_allclose(buf.advantages[start : start + n, 0], want, atol=1e-4)
+        start += n
+    np.testing.assert_allclose(buf.returns - buf.values, buf.advantages, atol=1e-4)
+    model.learn(64)  # and it trains
+
+
+def test_gae_episode_bootstraps_a_truncation() -> None:
+    from learners.sb3 import gae_episode
+
+    np.testing.assert_allclose(gae_episode([1.0], [0.5], 0.9, 0.8, bootstrap=2.0), [1 + 1.8 - 0.5])
+    with pytest.raises(ValueError, match="values must have shape"):
+        gae_episode([1.0, 2.0], [0.5], 0.9, 0.8)

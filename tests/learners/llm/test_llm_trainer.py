@@ -266,6 +266,15 @@ def test_train_llm_eval_splits_flag():
     assert args.config.eval_splits == ("test_seen", "test_unseen")
 
 
+def test_train_llm_refuses_rewards_for_advantages(capsys):
+    """advantage='rewards' is for a learner with a critic (CreditPPO); this one has none."""
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--credit", "spa", "--credit-config", '{"advantage": "rewards"}'])
+    assert exit_info.value.code == 2
+    assert "needs a learner with a critic" in capsys.readouterr().err
+    assert parse_args(["--credit", "spa"]).credit_config.advantage == "group_relative"
+
+
 @pytest.mark.integration
 def test_eval_splits_names_the_splits_and_test_tasks_is_the_test_split(tmp_path):
     envs = [lambda: GraphCreditWrapper(_sokoban_with_test_splits(), group_size=2)] * 2
