@@ -43,7 +43,15 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded
 
-from learners.llm.cli import make_envs, make_policy, parse_args, report, train, warm_start
+from learners.llm.cli import (
+    evaluate_untrained,
+    make_envs,
+    make_policy,
+    parse_args,
+    report,
+    train,
+    warm_start,
+)
 from learners.llm.distributed import Distributed
 
 if __name__ == "__main__":  # (subprocess envs re-import this file)
@@ -56,18 +64,23 @@ if __name__ == "__main__":  # (subprocess envs re-import this file)
     # 2. The policy: a local HF directory (SmolLM2 and the tiny model are built offline, once).
     policy, model_dir = make_policy(args, dist, prog="train_llm.py")
 
-    # 3. The env's action syntax only: uniformly random admissible actions at the states of random
+    # 3. With --eval-untrained (the ALFWorld recipe's default): evaluate the policy before any
+    # training too, so the report can show what the whole recipe changed, warm start included.
+    untrained = evaluate_untrained(args, policy, dist) if args.eval_untrained else None
+
+    # 4. The env's action syntax only: uniformly random admissible actions at the states of random
     # walks, every turn, with the learner's prompts (on rank 0, whose weights the trainer gives
     # every rank). Progress bars go to stderr (--no-progress: none); the report is on stdout.
     if args.format_warm_start and dist.is_main:
         warm_start(args, policy)
 
-    # 4. Train on the credited groups (learners.llm.trainer.Trainer with args.config, every field
+    # 5. Train on the credited groups (learners.llm.trainer.Trainer with args.config, every field
     # documented in learners/llm/config.py), with evaluation on plain envs and checkpoints.
     rows, splits, trained = train(args, envs, policy, model_dir, dist)
     dist.destroy()
 
-    # 5. Report (rank 0): success before and after, per test split and decoding, with the paired 95%
-    # interval; then the trained policy (an HF model directory, LoRA merged, or the adapter alone).
+    # 6. Report (rank 0): success and validity before and after, per test split and decoding, with
+    # the paired 95% interval (and from the untrained policy with --eval-untrained); then the
+    # trained policy (an HF model directory, LoRA merged, or the adapter alone).
     if dist.is_main:
-        report(args, rows, splits, trained)
+        report(args, rows, splits, trained, untrained)

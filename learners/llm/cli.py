@@ -123,6 +123,7 @@ RECIPES: dict[tuple[str, str], dict[str, Any]] = {
         "kl_coef": 0.0,
         "max_new_tokens": 48,  # 'take creditcard 1 from countertop 1' in tags is 34 tokens
         "eval_tasks": 12,
+        "eval_untrained": True,
     },
 }
 
@@ -231,6 +232,9 @@ class TrainArgs:
         format_warm_start: supervised steps teaching the env's action syntax: uniformly random
             admissible actions at the states of random walks, every turn, with the prompts the
             learner shows (learners/llm/warm_start.py; the tiny recipe: 200).
+        eval_untrained: evaluate the policy once more before the warm start (HF generation, the
+            same tasks and decodings, outcomes in --out/untrained) and report, per split and
+            decoding, the change from the untrained policy to the trained one.
         progress: tqdm bars on stderr: warm start (states, steps), every rollout and evaluation
             (episodes done / total, ETA) and the iterations; --no-progress: none (stdout's
             report is the same either way).
@@ -262,6 +266,7 @@ class TrainArgs:
     ray_address: str | None = None
     model: str = "tiny"
     format_warm_start: int = 0
+    eval_untrained: bool = False
     progress: bool = True
     lora: bool = False
     lora_rank: int = 16
@@ -439,13 +444,35 @@ def _gain(row: Mapping[str, float], key: str) -> str:
     )
 
 
+def _changes(first: Mapping[str, float], last: Mapping[str, float], key: str) -> str:
+    """``0.000 -> 0.250, gain ...; valid actions ...[; goal-directed episodes ...]`` of the
+    metrics under ``key`` (``eval/<label>/``) from ``first`` to ``last`` (which holds the gains)."""
+    text = (
+        f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}"
+        f"{_gain(last, key + 'success_gain')}; valid actions "
+        f"{first[key + 'valid_action_rate']:.3f} -> {last[key + 'valid_action_rate']:.3f}"
+        f"{_gain(last, key + 'valid_action_gain')}"
+    )
+    if key + "goal_directed_rate" in last:
+        text += (
+            f"; goal-directed episodes {first[key + 'goal_directed_rate']:.3f} -> "
+            f"{last[key + 'goal_directed_rate']:.3f}{_gain(last, key + 'goal_directed_gain')}"
+        )
+    return text
+
+
 def report_lines(
-    rows: Sequence[Mapping[str, float]], splits: Mapping[str, Sequence[str]], modes: Sequence[str]
+    rows: Sequence[Mapping[str, float]],
+    splits: Mapping[str, Sequence[str]],
+    modes: Sequence[str],
+    untrained: Mapping[str, float] | None = None,
 ) -> list[str]:
     """One line per evaluated split (name -> task ids) and decoding mode with an evaluation in
     ``rows`` (the trainer's metric rows): success and the valid-action rate at the first and last
     evaluation, each with its paired gain and 95% interval when logged, and the same for the share
-    of goal-directed episodes where the env marks them."""
+    of goal-directed episodes where the env marks them. With ``untrained`` (the metrics of
+    ``--eval-untrained`` and their gains to the last evaluation), a second line per split and
+    decoding compares the untrained policy with the trained one."""
     lines = []
     for split, tasks in splits.items():
         for mode in modes:
@@ -453,21 +480,45 @@ def report_lines(
             evals = [r for r in rows if key + "success_rate" in r]
             if not evals:
                 continue
-            first, last = evals[0], evals[-1]
-            line = (
-                f"{split} success ({mode}, {len(tasks)} tasks): "
-                f"{first[key + 'success_rate']:.3f} -> {last[key + 'success_rate']:.3f}"
-                f"{_gain(last, key + 'success_gain')}; valid actions "
-                f"{first[key + 'valid_action_rate']:.3f} -> {last[key + 'valid_action_rate']:.3f}"
-                f"{_gain(last, key + 'valid_action_gain')}"
-            )
-            if key + "goal_directed_rate" in last:
-                line += (
-                    f"; goal-directed episodes {first[key + 'goal_directed_rate']:.3f} -> "
-                    f"{last[key + 'goal_directed_rate']:.3f}{_gain(last, key + 'goal_directed_gain')}"
-                )
-            lines.append(line)
+            head = f"{split} success ({mode}, {len(tasks)} tasks)"
+            lines.append(f"{head}: {_changes(evals[0], evals[-1], key)}")
+            if untrained is not None and key + "success_rate" in untrained:
+                last = {**evals[-1], **{k: v for k, v in untrained.items() if "_gain" in k}}
+                lines.append(f"{head}, untrained -> trained: {_changes(untrained, last, key)}")
     return lines
+
+
+def evaluate_untrained(args: TrainArgs, policy: Any, dist: Any) -> Any:
+    """``--eval-untrained``: one evaluation of ``policy`` as it is (before the warm start) on the
+    splits and decodings the trainer will evaluate, with HF generation, its outcomes in
+    ``--out/untrained`` (rank 0). Every rank calls it; returns rank 0's
+    :class:`~learners.llm.metrics.MetricsLogger` (``None`` on other ranks) and the metrics."""
+    import contextlib
+    from pathlib import Path
+
+    from learners.llm.env_source import CreditedEnvs, choose_tasks
+    from learners.llm.evaluation import Evaluator
+    from learners.llm.metrics import MetricsLogger
+    from learners.llm.trainer import build_generator
+
+    config = args.config
+    source = CreditedEnvs(make_eval_envs(args), None, config.prompt_style, config.history_length)
+    _, splits = choose_tasks(config, source)
+    tokens = config.max_new_tokens or max(p.max_new_tokens for p in source.prompts)
+    generator = build_generator(dataclasses.replace(config, backend="hf"), policy, tokens)
+    logger = None
+    if dist.is_main:  # a fresh record each run
+        logger = MetricsLogger(Path(args.out) / "untrained", tensorboard=False)
+        logger.truncate(-1)
+    evaluator = Evaluator(
+        config, policy, generator, dist, source.eval_envs, source.eval_prompts,
+        contextlib.nullcontext, progress=args.progress and dist.is_main,
+    )  # fmt: skip
+    metrics = evaluator.evaluate(splits, 0, logger)
+    if logger is not None:
+        logger.log(0, metrics)
+    source.close()
+    return logger, metrics
 
 
 def train(
@@ -498,16 +549,34 @@ def train(
     return rows, trainer.eval_splits, trained
 
 
+def untrained_changes(
+    args: TrainArgs, splits: Mapping[str, Sequence[str]], untrained: tuple[Any, dict[str, float]]
+) -> dict[str, float]:
+    """:func:`evaluate_untrained`'s metrics with the per-task gains from its outcomes to the last
+    evaluation of the run in ``--out`` (:func:`~learners.llm.evaluation.outcome_gains`)."""
+    from learners.llm.evaluation import outcome_gains
+    from learners.llm.metrics import MetricsLogger
+
+    before, metrics = untrained
+    run = MetricsLogger(args.out, tensorboard=False)
+    last = max(r["iteration"] for r in run.outcomes)
+    modes = args.config.eval_modes
+    return {**metrics, **outcome_gains(run, last, list(splits), modes, baseline=before)}
+
+
 def report(
     args: TrainArgs,
     rows: Sequence[Mapping[str, float]],
     splits: Mapping[str, Sequence[str]],
     trained: Any,
+    untrained: tuple[Any, dict[str, float]] | None = None,
 ) -> None:
-    """Print :func:`report_lines` and where the curve and episodes are; export ``trained`` to
-    ``--out/policy`` (an HF model directory with any LoRA merged, or the adapter alone) unless it
-    is ``None``."""
-    for line in report_lines(rows, splits, args.config.eval_modes):
+    """Print :func:`report_lines` (with ``untrained``, what :func:`evaluate_untrained` returned:
+    the change from the untrained policy too) and where the curve and episodes are; export
+    ``trained`` to ``--out/policy`` (an HF model directory with any LoRA merged, or the adapter
+    alone) unless it is ``None``."""
+    changes = untrained_changes(args, splits, untrained) if untrained is not None else None
+    for line in report_lines(rows, splits, args.config.eval_modes, changes):
         print(line)
     print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
     if trained is not None:
@@ -518,18 +587,20 @@ def report(
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> int:
-    """Parse ``argv``, then build the envs and the policy, warm-start, train, report and export
-    (the steps of ``examples/train_llm.py``); returns 0."""
+    """Parse ``argv``, then build the envs and the policy, evaluate it untrained
+    (``--eval-untrained``), warm-start, train, report and export (the steps of
+    ``examples/train_llm.py``); returns 0."""
     from learners.llm.distributed import Distributed
 
     args = parse_args(argv, prog)
     dist = Distributed.from_env()  # under torchrun: this rank's place; else one process
     envs = make_envs(args)
     policy, model_dir = make_policy(args, dist, prog)
+    untrained = evaluate_untrained(args, policy, dist) if args.eval_untrained else None
     if args.format_warm_start and dist.is_main:  # the trainer gives rank 0's weights to every rank
         warm_start(args, policy)
     rows, splits, trained = train(args, envs, policy, model_dir, dist)
     dist.destroy()
     if dist.is_main:  # rank 0 reports and exports
-        report(args, rows, splits, trained)
+        report(args, rows, splits, trained, untrained)
     return 0

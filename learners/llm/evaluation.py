@@ -138,21 +138,24 @@ def outcome_gains(
     iteration: int,
     splits: Sequence[str],
     modes: Sequence[str],
+    *,
+    baseline: MetricsLogger | None = None,
 ) -> dict[str, float]:
     """Per split and decoding mode, the mean per-task change from the first evaluation
-    (iteration 0) to the one at ``iteration`` of each outcome in :data:`GAIN_FIELDS` (success;
-    the episode's valid-action share; whether it took a goal-directed step, where the env marks
-    them), with its 95% interval (see :func:`~learners.llm.metrics.paired_difference`):
-    ``eval/<label>/<name>_gain``, ``..._low``, ``..._high``. Nothing for a split and mode
-    without both evaluations in ``logger``'s outcomes (nor without a logger: ranks other than 0
-    keep no outcomes)."""
+    (iteration 0) of ``baseline`` (default: ``logger`` itself) to the one at ``iteration`` in
+    ``logger`` of each outcome in :data:`GAIN_FIELDS` (success; the episode's valid-action share;
+    whether it took a goal-directed step, where the env marks them), with its 95% interval (see
+    :func:`~learners.llm.metrics.paired_difference`): ``eval/<label>/<name>_gain``, ``..._low``,
+    ``..._high``. Nothing for a split and mode without both evaluations (nor without a logger:
+    ranks other than 0 keep no outcomes)."""
     out: dict[str, float] = {}
-    if logger is None or iteration == 0:
+    baseline = logger if baseline is None else baseline
+    if logger is None or baseline is None or (baseline is logger and iteration == 0):
         return out
     for split in splits:
         for mode in modes:
             for field, name in GAIN_FIELDS.items():
-                before = logger.outcome_values(0, split, mode, field)
+                before = baseline.outcome_values(0, split, mode, field)
                 after = logger.outcome_values(iteration, split, mode, field)
                 if not before or not after:
                     continue

@@ -845,3 +845,49 @@ def test_cuda_iteration_with_low_precision_and_checkpointing(tmp_path, precision
     assert metrics["update_steps"] + metrics["skipped_steps"] == 1.0
     if "ref_offload" in precision:
         assert next(trainer.ref_model.parameters()).device.type == "cpu"
+
+
+def test_report_lines_add_the_change_from_the_untrained_policy():
+    """With ``untrained`` metrics (and their gains to the last evaluation), each split and decoding
+    gets a second line from the untrained policy to the trained one."""
+    first = {"eval/greedy/success_rate": 0.0, "eval/greedy/valid_action_rate": 0.5}
+    last = {"eval/greedy/success_rate": 0.25, "eval/greedy/valid_action_rate": 1.0}
+    untrained = {
+        "eval/greedy/success_rate": 0.0,
+        "eval/greedy/valid_action_rate": 0.0,
+        **{
+            f"eval/greedy/valid_action_gain{end}": v
+            for end, v in (("", 1.0), ("_low", 0.9), ("_high", 1.1))
+        },
+    }
+    lines = report_lines([first, last], {"test": ["a", "b", "c", "d"]}, ["greedy"], untrained)
+    assert lines == [
+        "test success (greedy, 4 tasks): 0.000 -> 0.250; valid actions 0.500 -> 1.000",
+        "test success (greedy, 4 tasks), untrained -> trained: 0.000 -> 0.250; valid actions "
+        "0.000 -> 1.000, gain +1.000 (95% interval +0.900 to +1.100)",
+    ]
+
+
+@pytest.mark.integration
+def test_eval_untrained_adds_its_lines_and_leaves_the_run_unchanged(tmp_path, capsys):
+    """``--eval-untrained`` evaluates before the warm start (outcomes in ``--out/untrained``),
+    prints the untrained -> trained lines, and the run's own lines are those of a run without it
+    (the extra evaluation draws from a forked RNG)."""
+    from learners.llm.cli import main
+
+    flags = ["--iterations", "1", "--format-warm-start", "20", "--groups", "2", "--group-size", "2"]
+    flags += ["--eval-tasks", "4", "--no-progress", "--export", "none", "--threads", "1"]
+    assert main([*flags, "--out", str(tmp_path / "plain")]) == 0
+    plain = capsys.readouterr().out.splitlines()
+    assert main([*flags, "--eval-untrained", "--out", str(tmp_path / "with")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    untrained = [line for line in lines if "untrained -> trained" in line]
+    assert [line.split(",")[0] for line in untrained] == [
+        "test success (greedy",
+        "test success (sampled",
+    ]
+    assert all("valid actions 0.000 -> " in line and "95% interval" in line for line in untrained)
+    ours = [line for line in lines if line.startswith("test success (") and line not in untrained]
+    assert ours == [line for line in plain if line.startswith("test success (")]
+    outcomes = (tmp_path / "with" / "untrained" / "eval_outcomes.jsonl").read_text().splitlines()
+    assert len(outcomes) == 8  # 4 tasks x 2 decodings, iteration 0
