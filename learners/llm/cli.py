@@ -87,8 +87,9 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   minutes on 2 cores).
 #: * ALFWorld ``tiny`` (the ALFWorld line, sized to end within 15 minutes on 2 cores): the same
 #:   format warm start on uniformly random admissible commands (``help`` left out: ``drop_help``),
-#:   then GraphGPO on 8-step episodes, and 12 tasks of each test split per decoding before and
-#:   after (``--eval-tasks 140`` plays all 140 + 60).
+#:   then GraphGPO on 8-step episodes, and 12 tasks of each test split per decoding on the
+#:   untrained model (``eval_untrained``), before RL and after (``--eval-tasks 140`` plays all
+#:   140 + 60).
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
         "env_kwargs": {"max_solution_steps": 1, "max_steps": 1},
