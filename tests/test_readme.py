@@ -11,7 +11,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), 
 
 
 #: Snippets that run in the reach venv only (scripts/test_reach.sh): marked, not skipped.
-REACH = ("learners.trl",)
+REACH = ("learners.trl", "learners.verl", "agentenvs.serve")
 
 
 def test_readme_has_snippets():
