@@ -12,6 +12,8 @@ This module holds the steps that run once before the paper-protocol rows (docs/f
 * :func:`quality_report` / :func:`estimator_quality` - on held-out rooms (test-split rooms after the evaluation rooms): the
   sum-MSE of each model and the Spearman correlation of its per-step rewards with the solver's
   reduction of the distance to the goal.
+* :func:`m_sweep` - that quality as a function of ``M`` (no RL), as a markdown table; run it with
+  ``python -m benchmarks.fidelity_paper --m-sweep 5 10 20 40``.
 
 Room sets (all disjoint): demonstrations ``seed-60000 ...`` and collection ``seed-50000 ...`` from
 the train split; quality rooms right after the evaluation rooms in the test split.
@@ -19,8 +21,12 @@ the train split; quality rooms right after the evaluation rooms in the test spli
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
+import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +40,8 @@ __all__ = [
     "quality_report",
     "room_distance",
     "load_warm_start",
+    "m_sweep",
+    "main",
 ]
 
 ENV_ID = "agentenvs/SokobanDiscrete-v0"
@@ -199,7 +207,6 @@ def prepare(directory: Path, settings: Any) -> dict[str, Any]:
     ``directory`` and returns ``paper.json``'s content; reuses it when present and made with the
     same settings."""
     import torch
-    from stable_baselines3 import PPO
 
     from agentenvs.core import TrajectoryStore
     from learners.sb3 import evaluate_success
@@ -221,13 +228,9 @@ def prepare(directory: Path, settings: Any) -> dict[str, Any]:
     torch.save(state, directory / "warm_start.pt")
     meta.update(demo_steps=int(len(actions)), warm_start_s=time.perf_counter() - t0)
 
-    policy = PPO("MlpPolicy", _make_env(), seed=0, device="cpu")
-    policy.policy.load_state_dict(state)
-    env = _make_env()
-    test_ids = env.unwrapped.tasks.ids("test")
-    quality_ids = [test_ids[settings.test_rooms + i] for i in range(settings.quality_rooms)]
+    policy = _warm_policy(state)
     meta["warm_start_quality_success"] = float(
-        evaluate_success(policy, _make_env, quality_ids).mean()
+        evaluate_success(policy, _make_env, _quality_ids(settings)).mean()
     )
     t0 = time.perf_counter()
     rooms = [f"seed-{COLLECT_START + i}" for i in range(settings.paper_rooms)]
@@ -266,13 +269,100 @@ def quality_report(directory: Path, settings: Any) -> dict[str, float]:
     the warm start (SB3 seed 0, so repeatable) per quality room."""
     from stable_baselines3 import PPO
 
-    from wrappers.offline import collect_rollouts, load_models
+    from wrappers.offline import load_models
 
     policy = PPO("MlpPolicy", _make_env(), seed=0, device="cpu")
     load_warm_start(policy, directory / "warm_start.pt")
-    test_ids = _make_env().unwrapped.tasks.ids("test")
-    rooms = [test_ids[settings.test_rooms + i] for i in range(settings.quality_rooms)]
-    held_out = [t for g in collect_rollouts(_make_env, policy, rooms, 4) for t in g]
+    held_out = _held_out(policy, settings)
     return estimator_quality(
         held_out, load_models(directory / "spa.pt"), load_models(directory / "hisr.pt")
     )
+
+
+def _quality_ids(settings: Any) -> list[str]:
+    """The quality rooms: the ``settings.quality_rooms`` test-split rooms after the evaluation
+    rooms."""
+    test_ids = _make_env().unwrapped.tasks.ids("test")
+    return [test_ids[settings.test_rooms + i] for i in range(settings.quality_rooms)]
+
+
+def _held_out(policy: Any, settings: Any) -> list[Any]:
+    """4 sampled rollouts of ``policy`` per quality room (the trajectories quality is measured on)."""
+    from wrappers.offline import collect_rollouts
+
+    return [t for g in collect_rollouts(_make_env, policy, _quality_ids(settings), 4) for t in g]
+
+
+def _warm_policy(state: dict[str, Any]) -> Any:
+    """A fresh SB3 PPO (seed 0, which also seeds torch's sampling) holding the warm-start weights."""
+    from stable_baselines3 import PPO
+
+    policy = PPO("MlpPolicy", _make_env(), seed=0, device="cpu")
+    policy.policy.load_state_dict(state)
+    return policy
+
+
+def m_sweep(ms: Sequence[int], settings: Any, out: Any = sys.stdout) -> list[dict[str, float]]:
+    """Estimator quality against ``M``, rollouts per training room, without RL.
+
+    For each ``M`` in ``ms``: the warm start of :func:`prepare` (same demos, epochs and seed),
+    ``M`` sampled rollouts per room on the same ``settings.paper_rooms`` train rooms (policy seed
+    0, so the prefix of room order and sampling is shared), the offline SPA and HISR fits, then
+    :func:`estimator_quality` on one fixed held-out set (4 rollouts per quality room, never the
+    evaluation rooms). Writes a markdown table to ``out``, a row as each ``M`` finishes, and
+    returns the rows (``m``, ``collect_steps``, ``spa_fit_s``, ``hisr_fit_s`` and the quality keys).
+    """
+    import torch
+
+    from agentenvs.core import TrajectoryStore, read_groups
+    from wrappers.offline import collect_rollouts, fit_offline
+
+    if not ms or min(ms) < 1:
+        raise ValueError(f"m_sweep needs M values >= 1, got {list(ms)}")
+    torch.set_num_threads(1)
+    state = behaviour_cloning(*solver_demos(settings.bc_rooms), settings.bc_epochs)
+    held_out = _held_out(_warm_policy(state), settings)
+    rooms = [f"seed-{COLLECT_START + i}" for i in range(settings.paper_rooms)]
+    print(
+        "| M | collection steps | SPA sum-MSE | SPA Spearman | HISR sum-MSE (SPRM) "
+        "| HISR Spearman | fit s (SPA + HISR) |\n|---|---|---|---|---|---|---|",
+        file=out, flush=True,
+    )  # fmt: skip
+    rows = []
+    for m in ms:
+        with tempfile.TemporaryDirectory() as tmp:
+            with TrajectoryStore(Path(tmp), run="reference") as store:
+                groups = collect_rollouts(_make_env, _warm_policy(state), rooms, m, store)
+            row: dict[str, float] = {
+                "m": m, "collect_steps": sum(len(t.steps) for g in groups for t in g)
+            }  # fmt: skip
+            fits = {}
+            for method in ("spa", "hisr"):
+                t0 = time.perf_counter()
+                fits[method] = fit_offline(method, read_groups(Path(tmp), run="reference"))
+                row[f"{method}_fit_s"] = time.perf_counter() - t0
+        row.update(estimator_quality(held_out, fits["spa"], fits["hisr"]))
+        rows.append(row)
+        print(
+            f"| {m} | {row['collect_steps']:,} | {row['spa_sum_mse']:.4f} "
+            f"| {row['spa_spearman']:.3f} | {row['hisr_sum_mse']:.4f} | {row['hisr_spearman']:.3f} "
+            f"| {row['spa_fit_s']:.0f} + {row['hisr_fit_s']:.0f} |",
+            file=out, flush=True,
+        )  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``--m-sweep M [M ...]``: print :func:`m_sweep`'s table for the benchmark's settings."""
+    from benchmarks.fidelity_sokoban import Settings
+
+    parser = argparse.ArgumentParser(description="Offline SPA/HISR estimator quality against M.")
+    parser.add_argument("--m-sweep", type=int, nargs="+", required=True, metavar="M")
+    args = parser.parse_args(argv)
+    if min(args.m_sweep) < 1:
+        parser.error("every M must be >= 1")
+    m_sweep(args.m_sweep, Settings())
+
+
+if __name__ == "__main__":
+    main()

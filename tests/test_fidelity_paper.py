@@ -55,3 +55,23 @@ def test_paper_rows_pair_with_warm_gae_at_both_budgets() -> None:
     assert spa["d"] == pytest.approx(0.075)  # vs GAE at the same RL steps
     assert spa["d_budget"] == pytest.approx(-0.075)  # vs GAE given the collection steps too
     assert np.isfinite(spa["d_ci"])
+
+
+def test_m_sweep_prints_a_row_per_m_on_one_held_out_set() -> None:
+    import io
+
+    from benchmarks.fidelity_paper import m_sweep
+    from benchmarks.fidelity_sokoban import Settings
+
+    settings = Settings(bc_rooms=10, bc_epochs=1, paper_rooms=2, quality_rooms=2)
+    out = io.StringIO()
+    rows = m_sweep([1, 2], settings, out=out)
+    assert [r["m"] for r in rows] == [1, 2]
+    for r in rows:  # every episode of 2 rooms x M takes 1 to 15 steps
+        assert 2 * r["m"] <= r["collect_steps"] <= 15 * 2 * r["m"]
+        assert r["trajectories"] == 4 * 2 and r["spa_sum_mse"] >= 0
+    assert rows[0]["steps"] == rows[1]["steps"]  # the same held-out rollouts for every M
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 4 and lines[2].startswith("| 1 | ") and lines[3].startswith("| 2 | ")
+    with pytest.raises(ValueError, match="M values >= 1"):
+        m_sweep([0], settings)
