@@ -222,7 +222,7 @@ README_FLAGS = [
     "--env", "agentenvs/Sokoban-v0", "--credit", "gigpo", "--rollout", "sequential",
     "--vectorization", "async", "--ray-address", "auto", "--state-keys", "none",
     "--credit-config", '{"gamma": 0.5}', "--groups", "3", "--group-size", "2", "--model", "tiny",
-    "--format-warm-start", "5", "--backend", "vllm", "--lora", "--lora-rank", "4",
+    "--format-warm-start", "5", "--eval-untrained", "--backend", "vllm", "--lora", "--lora-rank", "4",
     "--prompt", "reference", "--env-kwargs", '{"max_solution_steps": 2}', "--max-steps", "2",
     "--eval-modes", "greedy", "--eval-splits", "test_seen,test_unseen", "--eval-envs", "4",
     "--export", "adapter", "--iterations", "2", "--lr", "1e-4", "--kl-coef", "0.1",
@@ -249,6 +249,7 @@ def test_train_flags_keep_their_spellings_and_come_from_train_config():
         "runs/x",
         True,
     )
+    assert args.eval_untrained and not cli.parse_args([]).eval_untrained
     assert (config.prompt_style, config.torch_threads, config.lora_rank) == ("reference", 1, 4)
     assert config.eval_modes == ("greedy",) and config.eval_splits == ("test_seen", "test_unseen")
     assert (config.iterations, config.lr, config.kl_coef, config.clip_ratio_c) == (
