@@ -12,7 +12,6 @@ This module holds:
 * :class:`RayVecEnv` - an SB3 ``VecEnv`` whose sub-envs (credit wrappers included) live in Ray
   actors (:class:`agentenvs.RayVectorEnv`): ``make_credit_vec_env(..., vec_env_cls=RayVecEnv)``.
 * :func:`discounted_returns` - reward-to-go, the value head's regression target under credit.
-* :func:`gae_episode` - GAE of one episode's rewards with critic values and a bootstrap.
 * :func:`evaluate_success` - greedy success rate of a model on a fixed list of task ids.
 
 How a credited rollout is built. Each sub-env's :class:`~wrappers.CreditWrapper` plays
@@ -35,7 +34,7 @@ enter the advantages, so ``vf_coef=0`` turns it off at no cost to the policy.
 Rewards instead of advantages. A wrapper whose config has ``advantage="rewards"`` (SPA and HISR,
 e.g. :func:`wrappers.offline.frozen_config`: the papers' pipeline) hands out each step's dense
 *reward* ``r_t``. :class:`CreditPPO` then runs GAE with its critic on those rewards, per episode
-(:func:`gae_episode`: ``gamma``, ``gae_lambda``, the values the policy gave at collection time,
+(:func:`wrappers.stats.gae`: ``gamma``, ``gae_lambda``, the values the policy gave at collection time,
 ``V = 0`` after a terminal step and the critic's value of the final observation after a time-limit
 truncation, as SB3 does); the value head regresses on ``A + V`` and ``normalize_advantage`` defaults
 to ``True``, as in plain PPO. The buffer's ``rewards`` column holds the rewards used (the env's
@@ -75,6 +74,7 @@ from agentenvs.ray_vector import RayVectorEnv
 from agentenvs.vector import sub_info
 from wrappers import METHODS, CreditWrapper
 from wrappers.rewards import reward_to_go
+from wrappers.stats import gae
 
 __all__ = [
     "CreditPPO",
@@ -82,7 +82,6 @@ __all__ = [
     "make_credit_vec_env",
     "RayVecEnv",
     "discounted_returns",
-    "gae_episode",
     "evaluate_success",
 ]
 
@@ -94,33 +93,6 @@ def discounted_returns(rewards: Sequence[float] | np.ndarray, gamma: float) -> n
     [3.5, 5.0, 10.0]
     """
     return reward_to_go(rewards, gamma)
-
-
-def gae_episode(
-    rewards: Sequence[float] | np.ndarray,
-    values: Sequence[float] | np.ndarray,
-    gamma: float,
-    lam: float,
-    bootstrap: float = 0.0,
-) -> np.ndarray:
-    """GAE advantages, float64 ``(n,)``, of one finished episode: ``delta_t = r_t + gamma V_{t+1} -
-    V_t`` with ``V_n = bootstrap`` (0 after a terminal step, the critic's value of the final
-    observation after a truncation), ``A_t = delta_t + gamma lam A_{t+1}``.
-
-    >>> gae_episode([0.7, 0.3, 1.0], [0.5, 0.6, 0.8], 0.99, 0.95).round(6).tolist()
-    [1.433634, 0.6801, 0.2]
-    """
-    r = np.asarray(rewards, np.float64).reshape(-1)
-    v = np.asarray(values, np.float64).reshape(-1)
-    if v.shape != r.shape:
-        raise ValueError(f"values must have shape {r.shape}, got {v.shape}")
-    delta = r + gamma * np.append(v[1:], bootstrap) - v
-    out = np.empty_like(r)
-    running = 0.0
-    for t in range(len(r) - 1, -1, -1):
-        running = delta[t] + gamma * lam * running
-        out[t] = running
-    return out
 
 
 class CreditRolloutBuffer(RolloutBuffer):
@@ -379,7 +351,7 @@ class CreditPPO(PPO):
                 continue
             rewards = [float(step.advantage) for _, step in chunk]
             values = [float(record[2]) for record, _ in chunk]
-            adv = gae_episode(rewards, values, self.gamma, self.gae_lambda, chunk[-1][0][6])
+            adv = gae(rewards, self.gamma, self.gae_lambda, values, bootstrap=chunk[-1][0][6])
             for (record, _), a, v, r in zip(chunk, adv, values, rewards, strict=True):
                 out.append((*record[:5], float(a), float(a + v), record[5], r))
         return out

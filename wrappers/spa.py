@@ -17,7 +17,8 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
 This module holds :class:`SPAConfig` (frozen values), :class:`SPAState` (the online state: the
 estimator built from the config's spec and its :class:`ProgressBuffer`; :data:`online_state` gives
 a config's), the pure
-maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`, :func:`gae`) and
+maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`; :func:`gae`, the GAE a
+learner with a critic runs on ``r``, is :func:`wrappers.stats.gae`) and
 :func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
 
 >>> from wrappers import estimate
@@ -53,6 +54,7 @@ from wrappers.models.fit import FitReport
 from wrappers.models.online import OnlineStates
 from wrappers.models.progress import ProgressEstimator, check_estimator_spec, make_estimator
 from wrappers.rewards import grounding, group_relative_returns
+from wrappers.stats import gae
 
 __all__ = [
     "SPAConfig",
@@ -274,31 +276,6 @@ def baseline_contributions(
         others = np.where(size > 1, (total - targets) / np.maximum(size - 1, 1), targets)
         return [np.full(n, r - o) for r, o, n in zip(targets, others, lengths, strict=True)]
     raise ValueError(f"unknown contribution source {source!r}; choose from {SOURCES[1:]}")
-
-
-def gae(
-    rewards: np.ndarray, gamma: float, lam: float, values: np.ndarray | None = None
-) -> np.ndarray:
-    """float64 ``(n,)`` generalised advantage estimates of one trajectory's step rewards, as a
-    learner with a critic computes them on SPA's fused rewards (``advantage="rewards"``):
-    ``delta_t = r_t + gamma V_{t+1} - V_t`` (``V_n = 0``, terminal; ``values=None``: ``V = 0``),
-    ``A_t = delta_t + gamma lam A_{t+1}``. Returns are ``A + V``.
-
-    >>> gae(np.array([0.7, 0.3, 1.0]), 0.99, 0.95).round(6).tolist()
-    [1.86669, 1.2405, 1.0]
-    """
-    r = np.asarray(rewards, np.float64)
-    v = np.zeros(len(r)) if values is None else np.asarray(values, np.float64)
-    if v.shape != r.shape:
-        raise ValueError(f"values must have shape {r.shape}, got {v.shape}")
-    nxt = np.append(v[1:], 0.0)
-    delta = r + gamma * nxt - v
-    out = np.empty_like(r)
-    running = 0.0
-    for t in range(len(r) - 1, -1, -1):
-        running = delta[t] + gamma * lam * running
-        out[t] = running
-    return out
 
 
 # -- the estimator -----------------------------------------------------------------------------------

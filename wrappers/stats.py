@@ -7,9 +7,10 @@ This module holds:
 * :func:`group_zscore` - z-score (or mean-centre) values within groups, with the reference
   conventions for singletons, sample std and ``eps``.
 * :func:`discounted_returns` - per-trajectory discounted reward-to-go over a flat step array.
+* :func:`gae` - generalised advantage estimates of one trajectory, with critic values.
 
 All functions are numpy, O(n) on typical batches (O(n log n) where a sort cannot be avoided);
-none loops over steps in Python.
+none but :func:`gae` (one trajectory's backward recursion) loops over steps in Python.
 
 >>> group_zscore(np.array([1.0, 3.0, 5.0, 7.0]), np.array([0, 0, 1, 2]), 3)
 array([-0.70710628,  0.70710628,  0.        ,  0.        ])
@@ -28,6 +29,7 @@ __all__ = [
     "radix_argsort",
     "group_zscore",
     "discounted_returns",
+    "gae",
 ]
 
 #: Normalisation modes: subtract the group mean and divide by its std, or only subtract the mean.
@@ -195,4 +197,35 @@ def discounted_returns(rewards: np.ndarray, offsets: np.ndarray, gamma: float) -
             out[idx] = rewards[idx]
         else:
             out[idx] = rewards[idx] + gamma * out[idx + 1]
+    return out
+
+
+def gae(
+    rewards: np.ndarray,
+    gamma: float,
+    lam: float,
+    values: np.ndarray | None = None,
+    bootstrap: float = 0.0,
+) -> np.ndarray:
+    """float64 ``(n,)`` generalised advantage estimates of one trajectory's step rewards, as a
+    learner with a critic computes them (e.g. on SPA's or HISR's rewards, ``advantage="rewards"``):
+    ``delta_t = r_t + gamma V_{t+1} - V_t`` with ``V_n = bootstrap`` (0 after a terminal step; the
+    critic's value of the final observation after a truncation) and ``V = 0`` when ``values`` is
+    ``None``; ``A_t = delta_t + gamma lam A_{t+1}``. Returns are ``A + V``.
+
+    >>> gae(np.array([0.7, 0.3, 1.0]), 0.99, 0.95).round(6).tolist()
+    [1.86669, 1.2405, 1.0]
+    >>> gae([0.7, 0.3, 1.0], 0.99, 0.95, [0.5, 0.6, 0.8]).round(6).tolist()
+    [1.433634, 0.6801, 0.2]
+    """
+    r = np.asarray(rewards, np.float64).reshape(-1)
+    v = np.zeros(len(r)) if values is None else np.asarray(values, np.float64).reshape(-1)
+    if v.shape != r.shape:
+        raise ValueError(f"values must have shape {r.shape}, got {v.shape}")
+    delta = r + gamma * np.append(v[1:], bootstrap) - v
+    out = np.empty_like(r)
+    running = 0.0
+    for t in range(len(r) - 1, -1, -1):
+        running = delta[t] + gamma * lam * running
+        out[t] = running
     return out

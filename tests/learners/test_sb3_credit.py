@@ -174,9 +174,9 @@ def test_evaluate_success_plays_each_task_once() -> None:
 def test_frozen_rewards_reach_gae_with_the_critic(method: str) -> None:
     """The paper pipeline: a frozen SPA / HISR wrapper hands out fused rewards (advantage="rewards");
     the buffer holds exactly those rewards and GAE of them with the collection-time values."""
-    from learners.sb3 import gae_episode
     from wrappers.models.progress import make_estimator
     from wrappers.offline import collect_rollouts, fit_offline, frozen_config
+    from wrappers.stats import gae
 
     class Random:
         rng = np.random.default_rng(0)
@@ -203,16 +203,16 @@ def test_frozen_rewards_reach_gae_with_the_critic(method: str) -> None:
         n = len(traj.steps)
         last = traj.steps[-1]
         if last.terminated:  # truncated episodes bootstrap on the critic; checked via returns
-            want = gae_episode(fused[start : start + n], values[start : start + n], 0.99, 0.95)
+            want = gae(fused[start : start + n], 0.99, 0.95, values[start : start + n])
             np.testing.assert_allclose(buf.advantages[start : start + n, 0], want, atol=1e-4)
         start += n
     np.testing.assert_allclose(buf.returns - buf.values, buf.advantages, atol=1e-4)
     model.learn(64)  # and it trains
 
 
-def test_gae_episode_bootstraps_a_truncation() -> None:
-    from learners.sb3 import gae_episode
+def test_gae_bootstraps_a_truncation() -> None:
+    from wrappers.stats import gae
 
-    np.testing.assert_allclose(gae_episode([1.0], [0.5], 0.9, 0.8, bootstrap=2.0), [1 + 1.8 - 0.5])
+    np.testing.assert_allclose(gae([1.0], 0.9, 0.8, [0.5], bootstrap=2.0), [1 + 1.8 - 0.5])
     with pytest.raises(ValueError, match="values must have shape"):
-        gae_episode([1.0, 2.0], [0.5], 0.9, 0.8)
+        gae([1.0, 2.0], 0.9, 0.8, [0.5])
