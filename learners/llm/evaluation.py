@@ -150,7 +150,7 @@ def outcome_gains(
     ranks other than 0 keep no outcomes)."""
     out: dict[str, float] = {}
     baseline = logger if baseline is None else baseline
-    if logger is None or baseline is None or (baseline is logger and iteration == 0):
+    if logger is None or (baseline is logger and iteration == 0):
         return out
     for split in splits:
         for mode in modes:
