@@ -136,7 +136,7 @@ def create_server_app(
     **make_kwargs: Any,
 ) -> Guard:
     """The ASGI app serving ``env_id``: OpenEnv's routes with :class:`SessionServer`'s session
-    binding, behind a :class:`~agentenvs.serve.guard.Guard`; at most ``max_sessions`` sessions
+    binding (``.app.state.sessions``), behind a :class:`~agentenvs.serve.guard.Guard`; at most ``max_sessions`` sessions
     at once (another is refused with OpenEnv's capacity error). ``limits`` defaults to
     ``Limits.from_env()`` (the token from ``$AGENTENVS_SERVE_TOKEN``)."""
     gym.spec(env_id)  # unknown ids fail here, not in the first session
@@ -156,6 +156,7 @@ def create_server_app(
         limits=limits,
     )
     server.register_routes(app)
+    app.state.sessions = server
     return Guard(app, limits)
 
 

@@ -23,13 +23,13 @@ import pytest
 
 pytestmark = pytest.mark.reach
 pytest.importorskip("openenv")
-uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("uvicorn")
 
 from openenv.core import GenericEnvClient  # noqa: E402
 
 import agentenvs  # noqa: E402,F401  (registers the envs)
 from agentenvs.core import decode  # noqa: E402
-from agentenvs.serve.openenv import create_server_app, make_remote, serve_in_subprocess  # noqa: E402
+from agentenvs.serve.openenv import make_remote, make_server, serve_in_subprocess  # noqa: E402
 from wrappers import GraphCreditWrapper  # noqa: E402
 
 ENV = "agentenvs/Sokoban-v0"
@@ -46,11 +46,9 @@ def free_port() -> int:
 
 @contextmanager
 def serving(env_id: str, max_sessions: int = MAX_SESSIONS, **kwargs: Any) -> Iterator[str]:
-    """An OpenEnv server of ``env_id`` (uvicorn in a thread) on a free port of 127.0.0.1; yields
-    its URL, stops on exit."""
-    port = free_port()
-    app = create_server_app(env_id, max_sessions=max_sessions, **kwargs)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    """``make_server(env_id)`` (uvicorn in a thread) on a free port of 127.0.0.1; yields its
+    URL, stops on exit."""
+    server = make_server(env_id, port=free_port(), max_sessions=max_sessions, **kwargs)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -58,7 +56,7 @@ def serving(env_id: str, max_sessions: int = MAX_SESSIONS, **kwargs: Any) -> Ite
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{server.config.port}"
     finally:
         server.should_exit = True
         thread.join(10)
