@@ -11,7 +11,8 @@ Endpoints (stdlib :mod:`http.server` handlers, HTTP/1.0, no per-request log line
 thread reads every connection's request with a selector (no thread per connection), so idle
 or half-sent connections cost a socket and their bytes: a request must arrive whole within
 ``request_timeout_s`` (:data:`REQUEST_TIMEOUT_S`, 10 s) of connecting, and at most
-:data:`MAX_WAITING` (512) connections wait to send theirs (one more closes the oldest, 408).
+:data:`MAX_WAITING` (512) connections holding at most :data:`MAX_WAITING_BYTES` (64 MiB) wait to
+send theirs (past either, the oldest is closed with a 408).
 Whole requests are answered on at most :data:`MAX_CONNECTIONS` (64) threads at once, the rest
 in arrival order.
 
@@ -39,7 +40,8 @@ Limits (each over-limit request gets a 413 naming the limit; split the batch):
   encoded, one query's row at a time, so no larger body is ever built.
 * :data:`MAX_CONNECTIONS` (64): whole requests answered at once; more wait until one finishes
   (served in arrival order, not refused).
-* :data:`MAX_WAITING` (512): connections still sending their requests.
+* :data:`MAX_WAITING` (512) and :data:`MAX_WAITING_BYTES` (64 MiB): connections still sending
+  their requests, and the bytes they hold.
 
 Together they bound the memory a burst of clients can pin (the abuse test in
 ``tests/agentenvs/searchqa/test_searchqa_server.py`` states the figure).
@@ -99,6 +101,7 @@ from agentenvs.searchqa.serve_http import (
     MAX_RESPONSE_BYTES,
     MAX_RESULTS,
     MAX_WAITING,
+    MAX_WAITING_BYTES,
     REQUEST_TIMEOUT_S,
     _check_size,
     _Gate,
@@ -119,6 +122,7 @@ __all__ = [
     "MAX_RESPONSE_BYTES",
     "MAX_RESULTS",
     "MAX_WAITING",
+    "MAX_WAITING_BYTES",
     "REQUEST_TIMEOUT_S",
     "RetrievalServer",
     "main",

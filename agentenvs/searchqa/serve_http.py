@@ -5,7 +5,8 @@ This module holds:
 
 * the limits :data:`LOOPBACK_HOSTS`, :data:`MAX_BODY_BYTES`, :data:`MAX_RESULTS`,
   :data:`MAX_QUERY_CHARS`, :data:`CALL_COST`, :data:`HIT_COST`, :data:`MAX_RESPONSE_BYTES`,
-  :data:`MAX_CONNECTIONS`, :data:`MAX_WAITING` and :data:`REQUEST_TIMEOUT_S` (their meaning:
+  :data:`MAX_CONNECTIONS`, :data:`MAX_WAITING`, :data:`MAX_WAITING_BYTES` and
+  :data:`REQUEST_TIMEOUT_S` (their meaning:
   :mod:`agentenvs.searchqa.serve`);
 * private pieces of :class:`~agentenvs.searchqa.serve.RetrievalServer`: the HTTP error, one
   pending request with its encoded rows, the gate that accepts connections and reads each
@@ -46,6 +47,7 @@ __all__ = [
     "MAX_RESPONSE_BYTES",
     "MAX_RESULTS",
     "MAX_WAITING",
+    "MAX_WAITING_BYTES",
     "REQUEST_TIMEOUT_S",
 ]
 
@@ -67,6 +69,8 @@ MAX_RESPONSE_BYTES = 8 << 20
 MAX_CONNECTIONS = 64
 #: Connections whose request is still arriving, at most; one more closes the oldest (408).
 MAX_WAITING = 512
+#: The bytes those connections' requests may hold together; past it the oldest are closed (408).
+MAX_WAITING_BYTES = 64 << 20
 #: Seconds a client has, from connecting, to send its whole request (head and body); 408 past it.
 REQUEST_TIMEOUT_S = 10.0
 _DRAIN_LIMIT = 16 << 20  # an oversize body up to this size is read and dropped before the 413
@@ -187,13 +191,15 @@ class _Gate:
     """The accept loop: accepts connections and reads each one's request (head, then
     ``Content-Length`` bytes of body) with one selector, no thread per connection; a whole
     request goes to :meth:`_Server.dispatch`. A request not whole :data:`REQUEST_TIMEOUT_S`
-    after connecting gets 408; past :data:`MAX_WAITING` waiting connections, the oldest does."""
+    after connecting gets 408; past :data:`MAX_WAITING` waiting connections, or
+    :data:`MAX_WAITING_BYTES` held by them, the oldest do."""
 
     def __init__(self, server: _Server, request_timeout_s: float) -> None:
         self.server = server
         self.request_timeout_s = request_timeout_s
         self.selector = selectors.DefaultSelector()
         self.waiting: dict[socket.socket, _Arrival] = {}  # in arrival order: deadline order
+        self.buffered = 0  # bytes held by the waiting requests
         self._wake_r, self._wake_w = socket.socketpair()
         self._stopping = False
 
@@ -260,14 +266,20 @@ class _Gate:
             else:
                 self._drop(arrival)
             return
+        held = len(arrival.data)
         whole = arrival.feed(chunk)
+        self.buffered += len(arrival.data) - held
         if not arrival.arriving and (arrival.need is not None or arrival.oversize):
             arrival.arriving = True
             self.server.owner._arrival(arrival, +1)
         if whole:
             self._hand_on(arrival)
+        while self.buffered > MAX_WAITING_BYTES:
+            self._refuse(next(iter(self.waiting.values())), 408, "Request Timeout",
+                         f"the waiting requests passed {MAX_WAITING_BYTES} bytes")  # fmt: skip
 
     def _forget(self, arrival: _Arrival) -> None:
+        self.buffered -= len(arrival.data)
         del self.waiting[arrival.sock]
         self.selector.unregister(arrival.sock)
 

@@ -52,6 +52,7 @@ __all__ = [
     "GymEnvironment",
     "create_server_app",
     "make_server",
+    "SWITCH_INTERVAL_S",
     "serve",
     "serve_in_subprocess",
     "AgentEnvClient",
@@ -186,10 +187,18 @@ def make_server(
     return uvicorn.Server(config)
 
 
+#: The interpreter's GIL switch interval while serving (seconds; Python's default is 0.005): a
+#: session whose step is ready waits at most about this long per hand-over behind another
+#: session's CPU-bound step (each session's env runs on a thread of its own).
+SWITCH_INTERVAL_S = 0.001
+
+
 def serve(
     env_id: str, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 16, **kwargs: Any
 ) -> None:
-    """Serve ``env_id`` (:func:`make_server`) on ``host:port`` until interrupted."""
+    """Serve ``env_id`` (:func:`make_server`) on ``host:port`` until interrupted, with the
+    process's GIL switch interval at :data:`SWITCH_INTERVAL_S`."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     make_server(env_id, host, port, max_sessions, **kwargs).run()
 
 

@@ -409,11 +409,19 @@ def test_a_request_not_sent_in_time_gets_408(bm25):
         assert ids(RemoteRetriever(srv.url).retrieve(["tea"], 1)) == ids(bm25.retrieve(["tea"], 1))
 
 
-def test_past_max_waiting_connections_the_oldest_is_closed(monkeypatch, bm25):
-    monkeypatch.setattr(serve_http, "MAX_WAITING", 4)
+@pytest.mark.parametrize("limit", ["MAX_WAITING", "MAX_WAITING_BYTES"])
+def test_past_max_waiting_connections_the_oldest_is_closed(monkeypatch, bm25, limit):
+    """5 connections send half a request of 100 KB each: past 4 waiting connections, or past
+    400 KB held by them, the oldest is closed with a 408; a normal query is answered."""
+    monkeypatch.setattr(serve_http, limit, 4 if limit == "MAX_WAITING" else 400_000)
     with RetrievalServer(bm25) as srv:
-        socks = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(5)]
+        socks = []
         try:
+            for _ in range(5):
+                socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+                socks[-1].sendall(b"POST /retrieve HTTP/1.0\r\nContent-Length: 200000\r\n\r\n")
+                socks[-1].sendall(b" " * 100_000)
+                time.sleep(0.05)  # read by the gate before the next one connects
             assert socks[0].recv(4096).startswith(b"HTTP/1.0 408")
             assert ids(RemoteRetriever(srv.url).retrieve(["mug"], 1)) == ids(
                 bm25.retrieve(["mug"], 1)

@@ -40,6 +40,7 @@ from agentenvs.serve.openenv import make_remote, make_server  # noqa: E402
 ENV = "agentenvs/Sokoban-v0"
 KWARGS = {"action_format": "plain"}
 OTHER = "127.0.0.2"  # another client's address (loopback)
+SWE_CALL = "<function=execute_bash>\n<parameter=cmd>ls</parameter>\n</function>"
 
 
 class SlowEcho(gym.Env):
@@ -360,3 +361,47 @@ def test_a_slow_step_delays_no_other_session():
         finally:
             slow.close()
             quick.close()
+
+
+def test_a_metadata_flood_does_not_slow_an_swe_session():
+    """The issue's case: while 4 clients request ``/metadata``, ``/state`` and ``/schema`` of
+    an SWE server (each used to build a whole ``SWEEnv``: a step went from 1 ms to 4 s), an SWE
+    session's WebSocket steps keep a median within 3x (and 20 ms) of unloaded."""
+    call = SWE_CALL
+    with serving("agentenvs/SWE-v0", max_sessions=2) as (url, _):
+        env = make_remote(url)
+        try:
+            env.reset(seed=0)
+
+            def steps() -> list[float]:
+                seconds = []
+                for _ in range(15):
+                    started = time.perf_counter()
+                    env.step(call)
+                    seconds.append(time.perf_counter() - started)
+                return sorted(seconds)
+
+            alone = steps()
+            stop = threading.Event()
+
+            def flood() -> None:
+                with httpx.Client(base_url=url, timeout=10) as client:
+                    for _ in range(300):
+                        if stop.is_set():
+                            return
+                        for path in ("/metadata", "/state", "/schema"):
+                            assert client.get(path).status_code < 500
+
+            floods = [threading.Thread(target=flood) for _ in range(4)]
+            for thread in floods:
+                thread.start()
+            loaded = steps()
+            stop.set()
+            for thread in floods:
+                thread.join(30)
+        finally:
+            env.close()
+    print(
+        f"\nSWE step median {alone[7] * 1e3:.1f} ms alone, {loaded[7] * 1e3:.1f} ms under the flood"
+    )
+    assert loaded[7] <= 3 * alone[7] + 0.02, (alone[7], loaded[7])
