@@ -122,7 +122,9 @@ def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-async def _respond(send: Send, status: int, detail: str, headers: dict[str, str] | None = None):
+async def _respond(
+    send: Send, status: int, detail: str, headers: dict[str, str] | None = None
+) -> None:
     body = json.dumps({"detail": detail}).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
