@@ -12,7 +12,7 @@ and, in front of them:
   ``ResetResponse`` with the session id in that header and cookie.
 * ``POST /step``, ``GET /state``: on the named session; without one, 400 naming the WebSocket
   route ``/ws`` and the header; an unknown id, or one of another client, 404; a step before the
-  first reset 409.
+  first reset 409; an env that raises on what was asked (a bad ``options``, say) 422.
 * ``GET /metadata``: computed once, never an env per request.
 * ``/ws?session_id=...`` and ``POST /mcp`` with ``params.session_id``: only for the session's
   own client (an HTTP session, from its address); a session opened over a WebSocket belongs to
@@ -160,6 +160,8 @@ class SessionServer(HTTPEnvServer):
             result = await self._run_in_session_executor(session_id, func, *args, **kwargs)
         except gym.error.ResetNeeded as err:
             raise HTTPException(409, f"{err}; POST /reset first") from None
+        except Exception as err:  # noqa: BLE001 - what the request asked of the env failed
+            raise HTTPException(422, f"the env refused it: {type(err).__name__}: {err}") from None
         self._update_session_activity(session_id, increment_step=func.__name__ == "step")
         return result
 
@@ -211,7 +213,7 @@ class SessionServer(HTTPEnvServer):
             """OpenEnv's ``/ws``; attaching (``?session_id=``) only to one's own HTTP session."""
             session_id = websocket.query_params.get("session_id")
             if session_id and not self.owned(session_id):
-                await websocket.close(code=1008, reason=f"Unknown session_id: {session_id}")
+                await websocket.close(code=1008, reason="unknown session_id")
                 return
             await self._openenv_ws(websocket)
 

@@ -134,7 +134,7 @@ def test_http_reset_and_step_on_a_session_equal_in_process():
 
 def test_http_step_without_a_session_is_a_4xx_naming_the_websocket_route():
     """No session: 400 naming ``/ws``; an unknown id: 404; a session never reset: 409; a bad
-    action: 422. None is a 5xx."""
+    action, or options the env refuses: 422. None is a 5xx."""
     with serving() as (url, _):
         bare = requests.post(f"{url}/step", json={"action": {"action": "up"}})
         assert bare.status_code == 400 and "/ws" in bare.json()["detail"]
@@ -157,6 +157,8 @@ def test_http_step_without_a_session_is_a_4xx_naming_the_websocket_route():
             f"{url}/step", json={"action": {"move": 3}}, headers={"X-Session-Id": sid["session_id"]}
         )
         assert bad.status_code == 422
+        refused = requests.post(f"{url}/reset", json={"options": {"task_id": "no such task"}})
+        assert refused.status_code == 422 and "refused" in refused.json()["detail"]
 
 
 def test_sessions_are_capped_per_client_address():
