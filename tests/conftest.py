@@ -4,6 +4,7 @@ The test modules sit in folders mirroring the packages (tests/agentenvs/swe, tes
 tests/learners/llm, ...); the helper modules they import by name (:mod:`llm_fixtures`,
 :mod:`credit_builders`, :mod:`swe_golden`, :mod:`lost_worker`, :mod:`skip_budget`) stay here:
 pytest's default ``prepend`` import mode puts this folder on ``sys.path`` when it loads this file.
+So does :mod:`serve_abusers`, which a test runs as a script.
 Test file names stay unique across folders (no ``__init__.py``: a module is named by its basename).
 """
 

@@ -7,8 +7,14 @@ This module holds :class:`RetrievalServer` and the command line
 (or SIGTERM). The corpus defaults to :func:`~agentenvs.searchqa.corpus.load_corpus` (the
 embedded Wikipedia passages unless ``$AGENTENVS_SEARCH_CORPUS`` names a JSONL file).
 
-Endpoints (stdlib :class:`http.server.ThreadingHTTPServer`, one daemon thread per connection,
-HTTP/1.0, no per-request log lines):
+Endpoints (stdlib :mod:`http.server` handlers, HTTP/1.0, no per-request log lines). One accept
+thread reads every connection's request with a selector (no thread per connection), so idle
+or half-sent connections cost a socket and their bytes: a request must arrive whole within
+``request_timeout_s`` (:data:`REQUEST_TIMEOUT_S`, 10 s) of connecting, and at most
+:data:`MAX_WAITING` (512) connections holding at most :data:`MAX_WAITING_BYTES` (64 MiB) wait to
+send theirs (past either, the oldest is closed with a 408).
+Whole requests are answered on at most :data:`MAX_CONNECTIONS` (64) threads at once, the rest
+in arrival order.
 
 * ``POST /retrieve``: request ``{"queries": [str, ...], "topk": k, "return_scores": bool}`` or
   ``{"query": str, "topk": k, "return_scores": bool}`` (``topk`` defaults to 3, at most
@@ -20,8 +26,9 @@ HTTP/1.0, no per-request log lines):
 * Errors are JSON ``{"error": message}``, for every request the server can read a request line
   from: 400 bad JSON (nested too deeply included), a bad request shape or a malformed request
   line (an unsupported HTTP version included), 404 an unknown path, 405 a wrong method, 408 a
-  body not sent within 60 s, 411 no ``Content-Length``, 413 too large (below), 500 when the
-  retriever itself raises (the server keeps serving), 503 while stopping.
+  request not sent whole within ``request_timeout_s`` of connecting, 411 no ``Content-Length``,
+  413 too large (below), 500 when the retriever itself raises (the server keeps serving), 503
+  while stopping.
 
 Limits (each over-limit request gets a 413 naming the limit; split the batch):
 
@@ -31,8 +38,10 @@ Limits (each over-limit request gets a 413 naming the limit; split the batch):
 * :data:`MAX_QUERY_CHARS` (4,096): one query (a single query cannot be split between calls).
 * :data:`MAX_RESPONSE_BYTES` (8 MiB): the encoded response (long passages), checked while it is
   encoded, one query's row at a time, so no larger body is ever built.
-* :data:`MAX_CONNECTIONS` (64): connections served at once; more wait in the listen backlog
-  until one finishes (served in arrival order, not refused).
+* :data:`MAX_CONNECTIONS` (64): whole requests answered at once; more wait until one finishes
+  (served in arrival order, not refused).
+* :data:`MAX_WAITING` (512) and :data:`MAX_WAITING_BYTES` (64 MiB): connections still sending
+  their requests, and the bytes they hold.
 
 Together they bound the memory a burst of clients can pin (the abuse test in
 ``tests/agentenvs/searchqa/test_searchqa_server.py`` states the figure).
@@ -91,7 +100,11 @@ from agentenvs.searchqa.serve_http import (
     MAX_QUERY_CHARS,
     MAX_RESPONSE_BYTES,
     MAX_RESULTS,
+    MAX_WAITING,
+    MAX_WAITING_BYTES,
+    REQUEST_TIMEOUT_S,
     _check_size,
+    _Gate,
     _Handler,
     _HTTPError,
     _Pending,
@@ -108,6 +121,9 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_RESPONSE_BYTES",
     "MAX_RESULTS",
+    "MAX_WAITING",
+    "MAX_WAITING_BYTES",
+    "REQUEST_TIMEOUT_S",
     "RetrievalServer",
     "main",
 ]
@@ -125,7 +141,10 @@ class RetrievalServer:
         port: the TCP port; 0 (default) picks a free one (see :attr:`port`, :attr:`url`).
         max_batch: the most queries merged into one ``retrieve`` call.
         max_wait_s: the longest (seconds) the worker waits after a request arrives for others
-            to merge with it; it waits only while other connections are being read.
+            to merge with it; it waits only while other requests are on their way in (their
+            heads read, their bodies not yet).
+        request_timeout_s: seconds a client has, from connecting, to send its whole request
+            (408 past it).
 
     The socket is bound on construction; :meth:`start` serves in background threads,
     :meth:`stop` shuts everything down (also as a context manager). Attributes: ``retriever``,
@@ -141,6 +160,7 @@ class RetrievalServer:
         port: int = 0,
         max_batch: int = 64,
         max_wait_s: float = 0.002,
+        request_timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> None:
         if host not in LOOPBACK_HOSTS:
             raise ValueError(
@@ -150,6 +170,8 @@ class RetrievalServer:
             raise ValueError(f"max_batch must be at least 1, not {max_batch}")
         if max_wait_s < 0:
             raise ValueError(f"max_wait_s must be >= 0, not {max_wait_s}")
+        if request_timeout_s <= 0:
+            raise ValueError(f"request_timeout_s must be > 0, not {request_timeout_s}")
         self.retriever = retriever
         self.max_batch = int(max_batch)
         self.max_wait_s = float(max_wait_s)
@@ -158,12 +180,11 @@ class RetrievalServer:
         self._lock = threading.Lock()  # guards the state below and the counters
         self._ready = threading.Condition(self._lock)  # a request queued, or one less arriving
         self._pending: deque[_Pending] = deque()
-        self._arriving = 0  # connections being read, not yet queued
+        self._arriving = 0  # requests whose head is read, not yet queued
         self._closing = False
         self._started = False
         self._stopped = False
         self._handlers: set[threading.Thread] = set()
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._threads: list[threading.Thread] = []
         if host == "::1":
             self._httpd: _Server = _Server6(("::1", port), _Handler, bind_and_activate=False)
@@ -176,6 +197,7 @@ class RetrievalServer:
         except BaseException:
             self._httpd.server_close()
             raise
+        self._gate = _Gate(self._httpd, float(request_timeout_s))
         self.host = "::1" if host == "::1" else "127.0.0.1"
         self.port: int = self._httpd.server_address[1]
 
@@ -209,12 +231,7 @@ class RetrievalServer:
             self._started = True
         self._threads = [
             threading.Thread(target=self._work, name="retrieval-server-worker", daemon=True),
-            threading.Thread(
-                target=self._httpd.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name="retrieval-server-accept",
-                daemon=True,
-            ),
+            threading.Thread(target=self._gate.run, name="retrieval-server-accept", daemon=True),
         ]
         for thread in self._threads:
             thread.start()
@@ -228,7 +245,7 @@ class RetrievalServer:
             self._stopped = True
             started = self._started
         if started:
-            self._httpd.shutdown()  # no new connections
+            self._gate.stop()  # no new connections; those still sending get 503
         with self._ready:
             self._closing = True  # requests still being read get 503; queued ones are answered
             self._ready.notify_all()
@@ -240,6 +257,7 @@ class RetrievalServer:
         for thread in handlers:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._httpd.server_close()
+        self._gate.close()
 
     def __enter__(self) -> RetrievalServer:
         if not self._started:
@@ -256,12 +274,14 @@ class RetrievalServer:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def _arrival(self, handler: _Handler, change: int) -> None:
+    def _arrival(self, request: Any, change: int) -> None:
+        """Count ``request`` (a gate arrival or a handler, with an ``arriving`` flag) in or out
+        of the requests on their way in; out only once."""
         with self._ready:
             if change < 0:
-                if not handler.arriving:
+                if not request.arriving:
                     return
-                handler.arriving = False
+                request.arriving = False
                 self._ready.notify_all()
             self._arriving += change
 

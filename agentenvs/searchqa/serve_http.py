@@ -4,21 +4,30 @@ the size limits, the request being answered, the listening server and the reques
 This module holds:
 
 * the limits :data:`LOOPBACK_HOSTS`, :data:`MAX_BODY_BYTES`, :data:`MAX_RESULTS`,
-  :data:`MAX_QUERY_CHARS`, :data:`CALL_COST`, :data:`HIT_COST`, :data:`MAX_RESPONSE_BYTES` and
-  :data:`MAX_CONNECTIONS` (their meaning: :mod:`agentenvs.searchqa.serve`);
+  :data:`MAX_QUERY_CHARS`, :data:`CALL_COST`, :data:`HIT_COST`, :data:`MAX_RESPONSE_BYTES`,
+  :data:`MAX_CONNECTIONS`, :data:`MAX_WAITING`, :data:`MAX_WAITING_BYTES` and
+  :data:`REQUEST_TIMEOUT_S` (their meaning:
+  :mod:`agentenvs.searchqa.serve`);
 * private pieces of :class:`~agentenvs.searchqa.serve.RetrievalServer`: the HTTP error, one
-  pending request with its encoded rows, the threading HTTP server (IPv4 and IPv6) that bounds
-  its connections and lingers before closing, the request handler and the request size check.
+  pending request with its encoded rows, the gate that accepts connections and reads each
+  request whole without a thread (so idle or half-sent connections cost a socket and their
+  bytes, nothing more), the HTTP server (IPv4 and IPv6) that answers whole requests on at most
+  :data:`MAX_CONNECTIONS` threads and lingers before closing, the request handler and the
+  request size check.
 """
 
 from __future__ import annotations
 
 import http.server
+import io
 import json
+import re
+import selectors
 import socket
 import socketserver
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,6 +46,9 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_RESPONSE_BYTES",
     "MAX_RESULTS",
+    "MAX_WAITING",
+    "MAX_WAITING_BYTES",
+    "REQUEST_TIMEOUT_S",
 ]
 
 #: The hosts a :class:`RetrievalServer` may bind to.
@@ -53,9 +65,18 @@ CALL_COST = 2048
 HIT_COST = 4
 #: The largest response body (bytes); a response that would be larger gets 413 instead.
 MAX_RESPONSE_BYTES = 8 << 20
-#: Connections served at once; further ones wait in the listen backlog.
+#: Whole requests answered at once (one thread each); further whole ones wait their turn.
 MAX_CONNECTIONS = 64
+#: Connections whose request is still arriving, at most; one more closes the oldest (408).
+MAX_WAITING = 512
+#: The bytes those connections' requests may hold together; past it the oldest are closed (408).
+MAX_WAITING_BYTES = 64 << 20
+#: Seconds a client has, from connecting, to send its whole request (head and body); 408 past it.
+REQUEST_TIMEOUT_S = 10.0
 _DRAIN_LIMIT = 16 << 20  # an oversize body up to this size is read and dropped before the 413
+_HEAD_LIMIT = 1 << 17  # a head not ended within this many bytes is handed on as it is (414, 431)
+_HEAD_END = re.compile(rb"\n\r?\n")
+_LENGTH = re.compile(rb"(?im)^content-length:[ \t]*([^\r\n]*?)[ \t]*\r?$")
 _LINGER_S = 0.5  # after answering, how long unread input is drained before the socket closes
 _LINGER_BYTES = 1 << 20
 _HEAD, _TAIL = b'{"result": [', b"]}"
@@ -115,8 +136,180 @@ class _Pending:
         return len(self.queries) - self.cursor
 
 
-class _Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
+@dataclass(eq=False)
+class _Arrival:
+    """A connection whose request is still arriving, read by the gate (``data``: the request
+    so far; an oversize body is not kept, only counted off in ``drain``)."""
+
+    sock: socket.socket
+    address: Any
+    deadline: float
+    data: bytearray = field(default_factory=bytearray)
+    need: int | None = None  # len(data) that makes the request whole; None: the head goes on
+    drain: int = 0  # oversize body bytes still to read and drop
+    oversize: bool = False
+    arriving: bool = False  # counted in RetrievalServer._arriving (its head has ended)
+
+    def feed(self, chunk: bytes) -> bool:
+        """Take ``chunk``; whether the request is now whole (or will not become so: its head
+        passed :data:`_HEAD_LIMIT`, or it has no usable ``Content-Length``)."""
+        if self.oversize:
+            self.drain -= min(self.drain, len(chunk))
+            return self.drain == 0
+        searched = max(0, len(self.data) - 3)
+        self.data += chunk
+        if self.need is None:
+            end = _HEAD_END.search(self.data, searched)
+            if end is None:
+                return len(self.data) >= _HEAD_LIMIT
+            length = _LENGTH.search(self.data, 0, end.end())
+            digits = length.group(1) if length else b""
+            if not digits.isdigit():
+                return True  # the handler answers 411 or 400
+            if int(digits) > MAX_BODY_BYTES:  # drop the body (up to _DRAIN_LIMIT), answer 413
+                self.oversize = True
+                body = len(self.data) - end.end()
+                del self.data[end.end() :]
+                self.drain = max(0, int(digits) - body) if int(digits) <= _DRAIN_LIMIT else 0
+                return self.drain == 0
+            self.need = end.end() + int(digits)
+        if len(self.data) >= self.need:
+            del self.data[self.need :]
+            return True
+        return False
+
+
+def _raw_answer(status: int, reason: str, message: str) -> bytes:
+    body = json.dumps({"error": message}).encode()
+    return (
+        f"HTTP/1.0 {status} {reason}\r\nContent-Type: application/json; charset=utf-8\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+
+
+class _Gate:
+    """The accept loop: accepts connections and reads each one's request (head, then
+    ``Content-Length`` bytes of body) with one selector, no thread per connection; a whole
+    request goes to :meth:`_Server.dispatch`. A request not whole :data:`REQUEST_TIMEOUT_S`
+    after connecting gets 408; past :data:`MAX_WAITING` waiting connections, or
+    :data:`MAX_WAITING_BYTES` held by them, the oldest do."""
+
+    def __init__(self, server: _Server, request_timeout_s: float) -> None:
+        self.server = server
+        self.request_timeout_s = request_timeout_s
+        self.selector = selectors.DefaultSelector()
+        self.waiting: dict[socket.socket, _Arrival] = {}  # in arrival order: deadline order
+        self.buffered = 0  # bytes held by the waiting requests
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._stopping = False
+
+    def run(self) -> None:
+        listener = self.server.socket
+        listener.setblocking(False)
+        self.selector.register(listener, selectors.EVENT_READ)
+        self.selector.register(self._wake_r, selectors.EVENT_READ)
+        while not self._stopping:
+            timeout = None
+            if self.waiting:
+                timeout = max(0.0, next(iter(self.waiting.values())).deadline - time.monotonic())
+            for key, _ in self.selector.select(timeout):
+                if key.fileobj is listener:
+                    self._accept(listener)
+                elif key.fileobj is self._wake_r:
+                    self._wake_r.recv(64)
+                else:
+                    self._read(key.data)
+            now = time.monotonic()
+            while self.waiting and next(iter(self.waiting.values())).deadline <= now:
+                limit = f"{self.request_timeout_s:g} s"
+                self._refuse(next(iter(self.waiting.values())), 408, "Request Timeout",
+                             f"the request did not arrive within {limit} of connecting")  # fmt: skip
+        for arrival in list(self.waiting.values()):
+            self._refuse(arrival, 503, "Service Unavailable", "the server is stopping")
+
+    def stop(self) -> None:
+        """Make :meth:`run` answer the waiting connections 503 and return."""
+        self._stopping = True
+        self._wake_w.send(b"x")
+
+    def close(self) -> None:
+        self.selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        for _ in range(64):
+            try:
+                sock, address = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # EMFILE and the like: leave it in the backlog for now
+                return
+            if len(self.waiting) >= MAX_WAITING:
+                self._refuse(next(iter(self.waiting.values())), 408, "Request Timeout",
+                             f"{MAX_WAITING} connections were waiting to send their requests")  # fmt: skip
+            sock.setblocking(False)
+            arrival = _Arrival(sock, address, time.monotonic() + self.request_timeout_s)
+            self.waiting[sock] = arrival
+            self.selector.register(sock, selectors.EVENT_READ, arrival)
+
+    def _read(self, arrival: _Arrival) -> None:
+        try:
+            chunk = arrival.sock.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the client closed (or half-closed) its side
+            if arrival.data or arrival.oversize:
+                self._hand_on(arrival)
+            else:
+                self._drop(arrival)
+            return
+        held = len(arrival.data)
+        whole = arrival.feed(chunk)
+        self.buffered += len(arrival.data) - held
+        if not arrival.arriving and (arrival.need is not None or arrival.oversize):
+            arrival.arriving = True
+            self.server.owner._arrival(arrival, +1)
+        if whole:
+            self._hand_on(arrival)
+        while self.buffered > MAX_WAITING_BYTES:
+            self._refuse(next(iter(self.waiting.values())), 408, "Request Timeout",
+                         f"the waiting requests passed {MAX_WAITING_BYTES} bytes")  # fmt: skip
+
+    def _forget(self, arrival: _Arrival) -> None:
+        self.buffered -= len(arrival.data)
+        del self.waiting[arrival.sock]
+        self.selector.unregister(arrival.sock)
+
+    def _drop(self, arrival: _Arrival) -> None:
+        self._forget(arrival)
+        self.server.owner._arrival(arrival, -1)
+        arrival.sock.close()
+
+    def _refuse(self, arrival: _Arrival, status: int, reason: str, message: str) -> None:
+        try:
+            arrival.sock.send(_raw_answer(status, reason, message))
+            arrival.sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        self._drop(arrival)
+
+    def _hand_on(self, arrival: _Arrival) -> None:
+        self._forget(arrival)
+        if not arrival.arriving:
+            arrival.arriving = True
+            self.server.owner._arrival(arrival, +1)
+        arrival.sock.setblocking(True)
+        self.server.dispatch(arrival)
+
+
+class _Server(http.server.HTTPServer):
+    """The listening socket and the request threads: :class:`_Gate` reads each request whole,
+    :meth:`dispatch` answers it on a thread, at most :data:`MAX_CONNECTIONS` at once (the rest
+    wait in arrival order)."""
+
     request_queue_size = 128
     owner: RetrievalServer
 
@@ -124,22 +317,35 @@ class _Server(http.server.ThreadingHTTPServer):
         # HTTPServer.server_bind looks the host name up (socket.getfqdn), which can stall.
         socketserver.TCPServer.server_bind(self)
         self.server_name, self.server_port = self.server_address[:2]
+        self._busy = 0  # threads answering
+        self._ready: deque[_Arrival] = deque()  # whole requests waiting for one
+        self._ready_lock = threading.Lock()
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # At most MAX_CONNECTIONS at once: the accept loop waits here, the rest queue in the
-        # listen backlog.
-        while not self.owner._slots.acquire(timeout=0.05):
-            if self.owner._stopped:
-                self.shutdown_request(request)
+    def dispatch(self, arrival: _Arrival) -> None:
+        """Answer ``arrival`` (a whole request) on a thread, or queue it behind the busy ones."""
+        with self._ready_lock:
+            if self._busy >= MAX_CONNECTIONS:
+                self._ready.append(arrival)
                 return
+            self._busy += 1
         thread = threading.Thread(
-            target=self._serve_one,
-            args=(request, client_address),
-            name="retrieval-server-handler",
-            daemon=True,
+            target=self._serve, args=(arrival,), name="retrieval-server-handler", daemon=True
         )
         self.owner._track(thread)
         thread.start()
+
+    def _serve(self, arrival: _Arrival | None) -> None:
+        while arrival is not None:
+            try:
+                _Handler(arrival, self)
+            except Exception:  # noqa: BLE001 - as socketserver does: log and go on
+                self.handle_error(arrival.sock, arrival.address)
+            finally:
+                self.shutdown_request(arrival.sock)
+            with self._ready_lock:
+                arrival = self._ready.popleft() if self._ready else None
+                if arrival is None:
+                    self._busy -= 1
 
     def shutdown_request(self, request: Any) -> None:
         # A lingering close: closing with unread input (the rest of a malformed request) sends
@@ -158,32 +364,35 @@ class _Server(http.server.ThreadingHTTPServer):
             pass
         self.close_request(request)
 
-    def _serve_one(self, request: Any, client_address: Any) -> None:
-        try:
-            self.process_request_thread(request, client_address)
-        finally:
-            self.owner._slots.release()
-
 
 class _Server6(_Server):
     address_family = socket.AF_INET6
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
+    """Answers one whole request (read by the gate: ``rfile`` is its bytes, never the socket)."""
+
     server: _Server
-    timeout = 60  # seconds a client may take to send its request
+    timeout = 60  # seconds one write of the answer may block
     disable_nagle_algorithm = True  # headers and body go out as two writes: no delayed-ACK stall
     server_version = "agentenvs-retrieval/1"
     error_content_type = "application/json"
-    arriving = False  # counted in RetrievalServer._arriving
+
+    def __init__(self, arrival: _Arrival, server: _Server) -> None:
+        self.data = bytes(arrival.data)
+        self.arriving = arrival.arriving  # counted in RetrievalServer._arriving until queued
+        super().__init__(arrival.sock, arrival.address, server)
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the socket's reader: the request is in self.data
+        self.rfile = io.BytesIO(self.data)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base signature
         pass
 
     def handle(self) -> None:
-        # The connection counts as an arriving request until it is queued (or answered).
-        self.arriving = True
-        self.server.owner._arrival(self, +1)
+        # The request counts as arriving until it is queued (or answered).
         try:
             super().handle()
         finally:
@@ -237,8 +446,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             allow = {"/retrieve": "POST", "/health": "GET"}.get(path)
             headers = [("Allow", allow)] if err.status == 405 and allow else []
             self._send_json(err.status, {"error": str(err)}, headers)
-        except TimeoutError:
-            self._send_json(408, {"error": f"the body did not arrive within {self.timeout} s"})
         except Exception as err:  # noqa: BLE001 - every request gets an answer
             self._send_json(500, {"error": f"internal error: {type(err).__name__}: {err}"})
 
@@ -252,14 +459,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise ValueError
         except ValueError:
             raise _HTTPError(400, f"bad Content-Length: {length_header!r}") from None
-        if length > MAX_BODY_BYTES:
-            if length <= _DRAIN_LIMIT:  # read it, so the client sees the 413 and not a reset
-                remaining = length
-                while remaining > 0:
-                    chunk = self.rfile.read(min(remaining, 1 << 16))
-                    if not chunk:
-                        break
-                    remaining -= len(chunk)
+        if length > MAX_BODY_BYTES:  # the gate dropped the body (up to _DRAIN_LIMIT bytes)
             raise _HTTPError(413, f"the body is {length} bytes; at most {MAX_BODY_BYTES} allowed")
         raw = self.rfile.read(length)
         try:

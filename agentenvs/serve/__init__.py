@@ -3,14 +3,18 @@ adapters to other frameworks are in :mod:`agentenvs.integrations`.
 
 :mod:`agentenvs.serve.openenv` holds the server (``create_server_app``, :func:`serve`) and the
 client (:func:`make_remote`, a ``gymnasium.Env``); both import the ``openenv`` package, so this
-package imports nothing until one of them is used.
+package imports nothing until one of them is used. :mod:`agentenvs.serve.sessions` binds
+sessions to their creators, :mod:`agentenvs.serve.guard` holds the server's limits.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["make_remote", "serve"]
+__all__ = ["TOKEN_ENV", "make_remote", "serve"]
+
+#: The environment variable holding the server's shared-secret token (``--token`` overrides it).
+TOKEN_ENV = "AGENTENVS_SERVE_TOKEN"
 
 
 def make_remote(url: str, **kwargs: Any) -> Any:

@@ -10,6 +10,8 @@ import argparse
 import importlib.util
 import sys
 
+from agentenvs.serve import TOKEN_ENV
+
 __all__ = ["add_parser", "run"]
 
 
@@ -17,14 +19,53 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "serve",
         help="serve a registered env over OpenEnv's protocol (HTTP and WebSocket)",
-        description="Serve ENV_ID with OpenEnv's server: one env per WebSocket session, at most "
-        "--max-sessions at once; play it with agentenvs.make_remote(URL) or any OpenEnv client.",
+        description="Serve ENV_ID with OpenEnv's server: one env per session (a WebSocket, or "
+        "HTTP /reset and /step with the X-Session-Id it returns), at most --max-sessions at once; "
+        "play it with agentenvs.make_remote(URL) or any OpenEnv client. The threat model: "
+        "docs/integrations.md.",
     )
     p.add_argument("env_id", metavar="ENV_ID", help="a registered id, e.g. agentenvs/Sokoban-v0")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     p.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
     p.add_argument(
         "--max-sessions", type=int, default=16, help="concurrent sessions (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=None,
+        help="sessions one client address may hold (default: --max-sessions)",
+    )
+    p.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=64,
+        help="open connections per client address (default %(default)s)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600.0,
+        help="seconds a session may sit idle before it is closed; 0: never (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=1 << 20,
+        help="largest request body and WebSocket message (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-requests-per-second-per-client",
+        type=float,
+        default=200.0,
+        help="HTTP requests and WebSocket openings per second per client address; 0: no bound "
+        "(default %(default)s)",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help=f"a shared secret every request must send as 'Authorization: Bearer TOKEN' "
+        f"(default: ${TOKEN_ENV}, if set)",
     )
     p.add_argument(
         "--privileged",
@@ -40,11 +81,24 @@ def run(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import agentenvs  # noqa: F401  (registers the envs)
+    from agentenvs.serve.guard import Limits
     from agentenvs.serve.openenv import serve
 
     try:
         gym.spec(args.env_id)
     except gym.error.Error as exc:
+        print(f"agentenvs serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        limits = Limits.from_env(
+            token=args.token,
+            max_sessions_per_client=args.max_sessions_per_client,
+            max_connections_per_client=args.max_connections_per_client,
+            idle_timeout_s=args.idle_timeout or None,
+            max_body_bytes=args.max_body_bytes,
+            max_requests_per_second_per_client=args.max_requests_per_second_per_client or None,
+        )
+    except ValueError as exc:
         print(f"agentenvs serve: {exc}", file=sys.stderr)
         return 2
     print(f"serving {args.env_id} on http://{args.host}:{args.port}", flush=True)
@@ -53,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         max_sessions=args.max_sessions,
+        limits=limits,
         privileged=args.privileged,
     )
     return 0

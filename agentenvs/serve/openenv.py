@@ -1,9 +1,13 @@
 """Any registered env behind OpenEnv's server, and a ``gymnasium.Env`` client for it (tested
 with openenv 0.10.0).
 
-The server is OpenEnv's own (``create_fastapi_app``: its HTTP routes and its WebSocket sessions,
-one env per session, at most ``max_sessions`` at once, each closed when its client disconnects),
-around :class:`GymEnvironment`, an OpenEnv ``Environment`` running one ``gymnasium.make(env_id)``.
+The server is OpenEnv's own routes and WebSocket sessions (one env per session, at most
+``max_sessions`` at once, each closed when its client disconnects), around
+:class:`GymEnvironment`, an OpenEnv ``Environment`` running one ``gymnasium.make(env_id)``
+(made at its first reset), behind the session binding of :mod:`agentenvs.serve.sessions` (HTTP
+``/reset`` and ``/step`` on a session, sessions bound to their creator and capped per client)
+and the limits of :mod:`agentenvs.serve.guard` (token, body caps, timeouts, connections per
+client); :func:`make_server` is the uvicorn server with all of them.
 Wire types: :class:`TextAction` (``action``: the text the agent sends) and
 :class:`TextObservation` (``text``: the env's observation); the observation's ``metadata`` holds
 our ``info`` (``state_key``, ``task_id``, ``won``, ``action_valid``, ...; ``progress`` only with
@@ -19,6 +23,8 @@ runs a server in a child process for as long as a ``with`` block lasts.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import socket
 import subprocess
 import sys
@@ -29,17 +35,24 @@ from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
+from fastapi import FastAPI
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
-from openenv.core.env_server import Action, Environment, Observation, State, create_fastapi_app
+from openenv.core.env_server import Action, Environment, Observation, State
+from openenv.core.env_server.types import ConcurrencyConfig, EnvironmentMetadata
 
+from agentenvs import __version__
 from agentenvs.core.trajectory import decode, encode
+from agentenvs.serve.guard import Guard, Limits, guarded_h11
+from agentenvs.serve.sessions import SessionServer
 
 __all__ = [
     "TextAction",
     "TextObservation",
     "GymEnvironment",
     "create_server_app",
+    "make_server",
+    "SWITCH_INTERVAL_S",
     "serve",
     "serve_in_subprocess",
     "AgentEnvClient",
@@ -64,13 +77,15 @@ class TextObservation(Observation):
 
 
 class GymEnvironment(Environment[TextAction, TextObservation, State]):
-    """One ``gymnasium.make(env_id, **make_kwargs)`` as an OpenEnv ``Environment``."""
+    """One ``gymnasium.make(env_id, **make_kwargs)`` as an OpenEnv ``Environment``, made at the
+    first :meth:`reset` (so building one, as OpenEnv does for some requests, costs nothing)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
     def __init__(self, env_id: str, privileged: bool = False, **make_kwargs: Any) -> None:
         super().__init__()
-        self.env = gym.make(env_id, **make_kwargs)
+        self.env_id, self.make_kwargs = env_id, make_kwargs
+        self.env: gym.Env | None = None
         self.privileged = privileged
         self._state = State(episode_id=None, step_count=0)
 
@@ -85,6 +100,8 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> TextObservation:
         """``env.reset(seed=seed, options=kwargs.get("options"))``."""
+        if self.env is None:
+            self.env = gym.make(self.env_id, **self.make_kwargs)
         obs, info = self.env.reset(seed=seed, options=kwargs.get("options"))
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         return self._observation(obs, info, None, False, terminated=False, truncated=False)
@@ -92,7 +109,10 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
     def step(
         self, action: TextAction, timeout_s: float | None = None, **kwargs: Any
     ) -> TextObservation:
-        """``env.step(action.action)``; ``done`` = terminated or truncated."""
+        """``env.step(action.action)``; ``done`` = terminated or truncated; before the first
+        reset, ``gymnasium.error.ResetNeeded``."""
+        if self.env is None:
+            raise gym.error.ResetNeeded("Cannot call step() before calling reset()")
         obs, reward, terminated, truncated, info = self.env.step(action.action)
         self._state.step_count += 1
         done = bool(terminated or truncated)
@@ -105,33 +125,81 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
         return self._state
 
     def close(self) -> None:
-        self.env.close()
+        if self.env is not None:
+            self.env.close()
 
 
 def create_server_app(
-    env_id: str, max_sessions: int = 16, privileged: bool = False, **make_kwargs: Any
-) -> Any:
-    """OpenEnv's FastAPI app serving ``env_id``: one env per WebSocket session, at most
-    ``max_sessions`` at once (another is refused with OpenEnv's capacity error)."""
+    env_id: str,
+    max_sessions: int = 16,
+    privileged: bool = False,
+    limits: Limits | None = None,
+    **make_kwargs: Any,
+) -> Guard:
+    """The ASGI app serving ``env_id``: OpenEnv's routes with :class:`SessionServer`'s session
+    binding (``.app.state.sessions``), behind a :class:`~agentenvs.serve.guard.Guard`; at most ``max_sessions`` sessions
+    at once (another is refused with OpenEnv's capacity error). ``limits`` defaults to
+    ``Limits.from_env()`` (the token from ``$AGENTENVS_SERVE_TOKEN``)."""
     gym.spec(env_id)  # unknown ids fail here, not in the first session
-
-    def factory() -> GymEnvironment:
-        return GymEnvironment(env_id, privileged=privileged, **make_kwargs)
-
-    return create_fastapi_app(
-        factory, TextAction, TextObservation, max_concurrent_envs=max_sessions, env_name=env_id
+    limits = Limits.from_env() if limits is None else limits
+    app = FastAPI(title=f"agentenvs: {env_id} over OpenEnv", version=__version__)
+    server = SessionServer(
+        functools.partial(GymEnvironment, env_id, privileged=privileged, **make_kwargs),
+        TextAction,
+        TextObservation,
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=max_sessions, session_timeout=limits.idle_timeout_s
+        ),
+        env_name=env_id,
+        metadata=EnvironmentMetadata(
+            name=env_id, description=f"{env_id}, served by agentenvs", version=__version__
+        ),
+        limits=limits,
     )
+    server.register_routes(app)
+    app.state.sessions = server
+    return Guard(app, limits)
+
+
+def make_server(
+    env_id: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_sessions: int = 16,
+    limits: Limits | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A ``uvicorn.Server`` of :func:`create_server_app` on ``host:port``, with
+    :func:`~agentenvs.serve.guard.guarded_h11` (connections per client, request-head deadline)
+    and WebSocket frames capped at ``limits.max_body_bytes``; run it with ``.run()``."""
+    import uvicorn
+
+    limits = Limits.from_env() if limits is None else limits
+    app = create_server_app(env_id, max_sessions, limits=limits, **kwargs)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        http=guarded_h11(limits),
+        ws_max_size=limits.max_body_bytes,
+    )
+    return uvicorn.Server(config)
+
+
+#: The interpreter's GIL switch interval while serving (seconds; Python's default is 0.005): a
+#: session whose step is ready waits at most about this long per hand-over behind another
+#: session's CPU-bound step (each session's env runs on a thread of its own).
+SWITCH_INTERVAL_S = 0.001
 
 
 def serve(
     env_id: str, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 16, **kwargs: Any
 ) -> None:
-    """Serve ``env_id`` with uvicorn on ``host:port`` until interrupted."""
-    import uvicorn
-
-    uvicorn.run(
-        create_server_app(env_id, max_sessions, **kwargs), host=host, port=port, log_level="warning"
-    )
+    """Serve ``env_id`` (:func:`make_server`) on ``host:port`` until interrupted, with the
+    process's GIL switch interval at :data:`SWITCH_INTERVAL_S`."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    make_server(env_id, host, port, max_sessions, **kwargs).run()
 
 
 @contextmanager
@@ -141,13 +209,15 @@ def serve_in_subprocess(
     """:func:`serve` ``env_id`` in a child Python process on a free port of 127.0.0.1; yields
     the server's URL, once a client has connected, and the process (terminated on exit).
     ``timeout``: seconds to wait for the server (a process that dies or never answers raises
-    ``RuntimeError``)."""
+    ``RuntimeError``). ``kwargs``: :func:`serve`'s (``limits`` included)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    limits = kwargs.pop("limits", None) or Limits.from_env()
     code = (
-        "from agentenvs.serve.openenv import serve; "
-        f"serve({env_id!r}, port={port}, max_sessions={max_sessions}, **{kwargs!r})"
+        "from agentenvs.serve.openenv import serve; from agentenvs.serve.guard import Limits; "
+        f"serve({env_id!r}, port={port}, max_sessions={max_sessions}, "
+        f"limits=Limits(**{dataclasses.asdict(limits)!r}), **{kwargs!r})"
     )
     proc = subprocess.Popen([sys.executable, "-c", code])
     url = f"http://127.0.0.1:{port}"
@@ -155,7 +225,7 @@ def serve_in_subprocess(
         deadline = time.monotonic() + timeout
         while True:
             try:
-                make_remote(url).close()
+                make_remote(url, token=limits.token).close()
                 break
             except Exception as error:  # not listening yet
                 if proc.poll() is not None or time.monotonic() > deadline:
@@ -190,11 +260,15 @@ class AgentEnvClient(EnvClient[TextAction, TextObservation, State]):
 class RemoteEnv(gym.Env):
     """A ``gymnasium.Env`` whose ``reset`` / ``step`` run on an OpenEnv server of ours (one
     session, opened on construction, closed by :meth:`close`). Observations are text; ``info``
-    is the served env's, decoded exactly."""
+    is the served env's, decoded exactly. ``token``: the server's shared secret (sent as
+    ``Authorization: Bearer``); ``client_kwargs``: OpenEnv's ``EnvClient``'s."""
 
     metadata = {"render_modes": []}
 
-    def __init__(self, url: str, **client_kwargs: Any) -> None:
+    def __init__(self, url: str, token: str | None = None, **client_kwargs: Any) -> None:
+        if token is not None:
+            headers = client_kwargs.pop("headers", None) or {}
+            client_kwargs["headers"] = {**headers, "Authorization": f"Bearer {token}"}
         self.client = AgentEnvClient(base_url=url, **client_kwargs).sync()
         self.client.connect()
         self.observation_space = gym.spaces.Text(1 << 20)
@@ -226,6 +300,7 @@ class RemoteEnv(gym.Env):
         self.client.close()
 
 
-def make_remote(url: str, **client_kwargs: Any) -> RemoteEnv:
-    """A ``gymnasium.Env`` playing the env served at ``url`` (``http://`` or ``ws://``)."""
-    return RemoteEnv(url, **client_kwargs)
+def make_remote(url: str, token: str | None = None, **client_kwargs: Any) -> RemoteEnv:
+    """A ``gymnasium.Env`` playing the env served at ``url`` (``http://`` or ``ws://``);
+    ``token``: the server's shared secret, if it has one."""
+    return RemoteEnv(url, token=token, **client_kwargs)

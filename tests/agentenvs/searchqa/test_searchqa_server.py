@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("bm25s")
 
+from agentenvs.searchqa import serve_http  # noqa: E402
 from agentenvs.searchqa.bm25 import BM25Retriever  # noqa: E402
 from agentenvs.searchqa.corpus import Corpus  # noqa: E402
 from agentenvs.searchqa.remote import RemoteRetriever  # noqa: E402
@@ -368,6 +369,66 @@ def test_oversize_body_is_413(server, bm25):
     status, body, _ = request(server.url, raw=big)
     assert status == 413 and "at most" in body["error"]
     assert ids(RemoteRetriever(server.url).retrieve(["mug"], 1)) == ids(bm25.retrieve(["mug"], 1))
+
+
+# --- idle and half-sent connections -------------------------------------------------------------
+
+
+def test_200_slowloris_connections_leave_a_normal_query_its_latency(bm25):
+    """200 connections hold still: 100 sent nothing, 100 half a request head. A normal query's
+    median latency stays within 3x of (and 5 ms over) its median with none, every query under
+    1 s (before the gate, 64 such connections made a query wait 60 s)."""
+    with RetrievalServer(bm25) as srv:
+        remote = RemoteRetriever(srv.url, timeout=10)
+
+        def seconds() -> float:
+            started = time.perf_counter()
+            assert ids(remote.retrieve(["hot drink"], 2)) == ids(bm25.retrieve(["hot drink"], 2))
+            return time.perf_counter() - started
+
+        alone = sorted(seconds() for _ in range(30))
+        idle = [socket.create_connection(("127.0.0.1", srv.port), timeout=10) for _ in range(200)]
+        try:
+            for sock in idle[100:]:
+                sock.sendall(b"POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Le")
+            loaded = sorted(seconds() for _ in range(30))
+        finally:
+            for sock in idle:
+                sock.close()
+    assert loaded[15] <= 3 * alone[15] + 0.005 and loaded[-1] < 1.0, (alone[15], loaded[15])
+
+
+def test_a_request_not_sent_in_time_gets_408(bm25):
+    with RetrievalServer(bm25, request_timeout_s=0.3) as srv:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as sock:
+            started = time.monotonic()
+            sock.sendall(b"POST /retrieve HTTP/1.0\r\nContent-Length: 50\r\n\r\n{")
+            reply = sock.recv(4096)
+            assert 0.25 < time.monotonic() - started < 2
+        assert reply.startswith(b"HTTP/1.0 408") and b"0.3 s" in reply
+        assert ids(RemoteRetriever(srv.url).retrieve(["tea"], 1)) == ids(bm25.retrieve(["tea"], 1))
+
+
+@pytest.mark.parametrize("limit", ["MAX_WAITING", "MAX_WAITING_BYTES"])
+def test_past_max_waiting_connections_the_oldest_is_closed(monkeypatch, bm25, limit):
+    """5 connections send half a request of 100 KB each: past 4 waiting connections, or past
+    400 KB held by them, the oldest is closed with a 408; a normal query is answered."""
+    monkeypatch.setattr(serve_http, limit, 4 if limit == "MAX_WAITING" else 400_000)
+    with RetrievalServer(bm25) as srv:
+        socks = []
+        try:
+            for _ in range(5):
+                socks.append(socket.create_connection(("127.0.0.1", srv.port), timeout=5))
+                socks[-1].sendall(b"POST /retrieve HTTP/1.0\r\nContent-Length: 200000\r\n\r\n")
+                socks[-1].sendall(b" " * 100_000)
+                time.sleep(0.05)  # read by the gate before the next one connects
+            assert socks[0].recv(4096).startswith(b"HTTP/1.0 408")
+            assert ids(RemoteRetriever(srv.url).retrieve(["mug"], 1)) == ids(
+                bm25.retrieve(["mug"], 1)
+            )
+        finally:
+            for sock in socks:
+                sock.close()
 
 
 def test_missing_content_length_is_411(server):

@@ -23,13 +23,13 @@ import pytest
 
 pytestmark = pytest.mark.reach
 pytest.importorskip("openenv")
-uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("uvicorn")
 
 from openenv.core import GenericEnvClient  # noqa: E402
 
 import agentenvs  # noqa: E402,F401  (registers the envs)
 from agentenvs.core import decode  # noqa: E402
-from agentenvs.serve.openenv import create_server_app, make_remote, serve_in_subprocess  # noqa: E402
+from agentenvs.serve.openenv import make_remote, make_server, serve_in_subprocess  # noqa: E402
 from wrappers import GraphCreditWrapper  # noqa: E402
 
 ENV = "agentenvs/Sokoban-v0"
@@ -46,11 +46,9 @@ def free_port() -> int:
 
 @contextmanager
 def serving(env_id: str, max_sessions: int = MAX_SESSIONS, **kwargs: Any) -> Iterator[str]:
-    """An OpenEnv server of ``env_id`` (uvicorn in a thread) on a free port of 127.0.0.1; yields
-    its URL, stops on exit."""
-    port = free_port()
-    app = create_server_app(env_id, max_sessions=max_sessions, **kwargs)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    """``make_server(env_id)`` (uvicorn in a thread) on a free port of 127.0.0.1; yields its
+    URL, stops on exit."""
+    server = make_server(env_id, port=free_port(), max_sessions=max_sessions, **kwargs)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -58,7 +56,7 @@ def serving(env_id: str, max_sessions: int = MAX_SESSIONS, **kwargs: Any) -> Ite
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{server.config.port}"
     finally:
         server.should_exit = True
         thread.join(10)
@@ -290,20 +288,30 @@ def test_sessions_are_bounded_and_freed_on_disconnect(url):
 
 
 def test_agentenvs_serve_command_serves_an_env(tmp_path):
-    """``agentenvs serve ENV_ID --port P`` (the command line's entry point, in a subprocess)
-    serves the env to ``agentenvs.make_remote``; it stops on SIGTERM."""
+    """``agentenvs serve ENV_ID --port P --idle-timeout 30`` (the command line's entry point, in
+    a subprocess, with ``$AGENTENVS_SERVE_TOKEN`` set) serves the env to
+    ``agentenvs.make_remote`` given the token, refuses a client without it (401), and stops on
+    SIGTERM."""
+    import os
     import subprocess
     import sys
 
+    import requests
+
     port = free_port()
-    code = f"from agentenvs.cli.main import main; main(['serve', {ENV!r}, '--port', '{port}'])"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    argv = ["serve", ENV, "--port", str(port), "--idle-timeout", "30"]
+    code = f"from agentenvs.cli.main import main; main({argv!r})"
+    environ = {**os.environ, "AGENTENVS_SERVE_TOKEN": "s3cret"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=environ
+    )
+    url = f"http://127.0.0.1:{port}"
     try:
         assert "serving" in proc.stdout.readline()
         deadline = time.monotonic() + 60
         while True:
             try:
-                env = agentenvs.make_remote(f"http://127.0.0.1:{port}")
+                env = agentenvs.make_remote(url, token="s3cret")
                 break
             except Exception:
                 assert time.monotonic() < deadline, "the served env never answered"
@@ -313,6 +321,9 @@ def test_agentenvs_serve_command_serves_an_env(tmp_path):
             assert obs == gym.make(ENV).reset(seed=0)[0] and "state_key" in info
         finally:
             env.close()
+        assert requests.get(f"{url}/health", timeout=10).status_code == 401
+        with pytest.raises(ConnectionError):
+            agentenvs.make_remote(url)
     finally:
         proc.terminate()
         proc.wait(30)
