@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agentenvs.swe.calls import FileChange
+from agentenvs.swe.reclaim import tagged_prefix
 
 __all__ = [
     "Workspace",
@@ -428,7 +429,8 @@ class Workspace:
     ``Workspace(source)`` copies ``source`` (directories, regular files and symbolic links as
     links, ``.git`` included, file modes and modification times kept, setuid/setgid bits cleared;
     FIFOs, sockets and device files are left out, at any depth) into
-    ``tempfile.mkdtemp(prefix="agentenvs-swe-", dir=parent)``. Where the host lets this process
+    ``tempfile.mkdtemp(prefix=tagged_prefix("swe"), dir=parent)`` (named with its owner, see
+    :mod:`agentenvs.swe.reclaim`). Where the host lets this process
     mount (root), that directory is its own tmpfs of ``max_bytes`` bytes and ``max_bytes //
     INODE_BYTES`` inodes (``nosuid``, ``nodev``), so the kernel enforces the disk cap on blocks and
     inodes (:attr:`tmpfs`); otherwise only the sandbox's watchdog does. The directory has mode
@@ -463,7 +465,7 @@ class Workspace:
         self.parent = Path(parent) if parent is not None else None
         self.max_bytes = max_bytes
         self.owner = owner if owner is not None else sandbox_owner()
-        root = tempfile.mkdtemp(prefix="agentenvs-swe-", dir=parent)
+        root = tempfile.mkdtemp(prefix=tagged_prefix("swe"), dir=parent)
         self.tmpfs = tmpfs_available() and _mount_tmpfs(root, max_bytes, self.owner)
         self._finalizer = weakref.finalize(self, _discard, root, self.tmpfs)
         self.path = Path(root)
