@@ -2,19 +2,23 @@
 (docs/swe.md, *Host resources*).
 
 A process killed by ``SIGKILL`` (or by ``SIGTERM`` without a handler) runs no finalizer, so its
-workspace tmpfs mounts and temporary directories stay. Every such directory is named with its
-owner's :func:`owner_tag` (``agentenvs-<kind>-<tag>-...``), and :func:`reclaim_stale` (run when an
-``SWEEnv`` starts) unmounts and removes those whose owner is gone.
+workspace tmpfs mounts and temporary directories stay. Each carries its owner's
+:func:`owner_tag`: a workspace tmpfs in its mount source (``agentenvs-<tag>``, its directory keeps
+a short name, as paths inside it must fit ``AF_UNIX``'s 108 bytes), the other host directories
+(``/etc`` copies, grading and diff directories, local homes) in their name
+(``agentenvs-<kind>-<tag>-...``). :func:`reclaim_stale` (run when an ``SWEEnv`` starts) unmounts
+and removes those whose owner is gone.
 
 This module holds:
 
 * :func:`owner_tag` - this process's tag: PID namespace, PID and start time.
 * :func:`tagged_prefix` - the ``mkdtemp`` prefix of a host directory of a given kind.
+* :func:`mount_source` - the source name of this process's workspace tmpfs mounts.
 * :func:`owner_alive` - whether the process a tag names still runs.
-* :func:`reclaim_stale` - unmount and remove the tagged directories of dead owners.
+* :func:`reclaim_stale` - unmount and remove what dead owners left.
 
->>> tagged_prefix("etc").startswith(f"agentenvs-etc-{owner_tag()}-")
-True
+>>> tagged_prefix("etc") == f"agentenvs-etc-{owner_tag()}-", mount_source()[10:] == owner_tag()
+(True, True)
 >>> owner_alive(owner_tag())
 True
 """
@@ -27,12 +31,14 @@ import os
 import re
 import tempfile
 
-__all__ = ["KINDS", "owner_tag", "tagged_prefix", "owner_alive", "reclaim_stale"]
+__all__ = ["KINDS", "owner_tag", "tagged_prefix", "mount_source", "owner_alive", "reclaim_stale"]
 
-#: The kinds of tagged host directories: workspaces (``swe``), ``/etc`` copies (``etc``), grading
-#: plugin and report directories (``grade``), diff object stores (``diff``), local homes (``home``).
-KINDS = ("swe", "etc", "grade", "diff", "home")
-_TAGGED = re.compile(rf"^agentenvs-(?:{'|'.join(KINDS)})-(\d+\.\d+\.\d+)-")
+#: The kinds of tagged host directories: ``/etc`` copies (``etc``), grading plugin and report
+#: directories (``grade``), diff object stores (``diff``), local sandbox homes (``home``).
+KINDS = ("etc", "grade", "diff", "home")
+_TAG = r"(\d+\.\d+\.\d+)"
+_TAGGED = re.compile(rf"^agentenvs-(?:{'|'.join(KINDS)})-{_TAG}-")
+_SOURCE = re.compile(rf"^agentenvs-{_TAG}$")
 
 
 def _start_time(pid: int | str) -> int | None:
@@ -73,6 +79,11 @@ def tagged_prefix(kind: str) -> str:
     return f"agentenvs-{kind}-{owner_tag()}-"
 
 
+def mount_source() -> str:
+    """``agentenvs-<tag>``: the source name of the workspace tmpfs mounts this process makes."""
+    return f"agentenvs-{owner_tag()}"
+
+
 def owner_alive(tag: str) -> bool | None:
     """Whether the process ``tag`` names still runs; ``None`` when it cannot be told (another PID
     namespace, or a malformed tag): such a directory is never reclaimed."""
@@ -85,8 +96,8 @@ def owner_alive(tag: str) -> bool | None:
     return _start_time(pid) == start
 
 
-def _mount_points() -> list[str]:
-    """The mount points of ``agentenvs`` tmpfs file systems in this mount namespace."""
+def _mount_points() -> list[tuple[str, str]]:
+    """``(mount point, owner tag)`` of the workspace tmpfs mounts in this mount namespace."""
     try:
         with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as handle:
             lines = handle.read().splitlines()
@@ -96,45 +107,45 @@ def _mount_points() -> list[str]:
     for line in lines:
         before, _, after = line.partition(" - ")
         fields, tail = before.split(), after.split()
-        if len(fields) > 4 and tail[:2] == ["tmpfs", "agentenvs"]:
-            found.append(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4]))
+        source = _SOURCE.match(tail[1]) if len(tail) > 1 and tail[0] == "tmpfs" else None
+        if len(fields) > 4 and source is not None:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])
+            found.append((point, source[1]))
     return found
 
 
 def reclaim_stale(directory: str | os.PathLike[str] | None = None) -> list[str]:
-    """Unmount and remove the tagged directories directly in ``directory`` (default: the system
-    temporary directory) whose owner is gone (:func:`owner_alive` is false); the paths
-    reclaimed. Mounts need root (elsewhere only directories are removed); nothing raises."""
+    """Reclaim what owners that are gone (:func:`owner_alive` is false) left: unmount their
+    workspace tmpfs mounts (anywhere in this mount namespace; root only) and remove those
+    workspace directories, and remove their tagged directories directly in ``directory``
+    (default: the system temporary directory). The paths reclaimed; nothing raises."""
     from agentenvs.swe.workspace import _MNT_DETACH, _libc, _remove_tree  # (imports this module)
 
-    top = os.path.realpath(directory if directory is not None else tempfile.gettempdir())
-    dead: dict[str, bool | None] = {}
+    dead: dict[str, bool] = {}
 
-    def stale(name: str) -> bool:
-        match = _TAGGED.match(name)
-        if match is None:
-            return False
-        tag = match[1]
+    def gone(tag: str) -> bool:
         if tag not in dead:
             dead[tag] = owner_alive(tag) is False
-        return bool(dead[tag])
+        return dead[tag]
 
-    mounted = set()
-    for point in _mount_points():
-        if os.path.dirname(point) != top or not stale(os.path.basename(point)):
-            mounted.add(point)
+    reclaimed = []
+    for point, tag in _mount_points():
+        if not gone(tag):
             continue
         with contextlib.suppress(AttributeError, OSError):
-            if _libc().umount2(os.fsencode(point), _MNT_DETACH) != 0:
-                mounted.add(point)
-    reclaimed = []
+            if _libc().umount2(os.fsencode(point), _MNT_DETACH) == 0:
+                if os.path.basename(point).startswith("agentenvs-swe-"):
+                    _remove_tree(point)
+                reclaimed.append(point)
+    top = os.path.realpath(directory if directory is not None else tempfile.gettempdir())
     try:
         names = os.listdir(top)
     except OSError:
-        return reclaimed
+        names = []
     for name in names:
+        tagged = _TAGGED.match(name)
         path = os.path.join(top, name)
-        if path not in mounted and stale(name):
+        if tagged is not None and gone(tagged[1]) and not os.path.ismount(path):
             _remove_tree(path)
             if not os.path.lexists(path):
                 reclaimed.append(path)

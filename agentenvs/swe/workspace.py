@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agentenvs.swe.calls import FileChange
-from agentenvs.swe.reclaim import tagged_prefix
+from agentenvs.swe.reclaim import mount_source
 
 __all__ = [
     "Workspace",
@@ -245,7 +245,11 @@ def _mount_tmpfs(root: str, size: int, owner: tuple[int, int] | None) -> bool:
     options = f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}"
     try:
         mounted = _libc().mount(
-            b"agentenvs", os.fsencode(root), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()
+            mount_source().encode(),
+            os.fsencode(root),
+            b"tmpfs",
+            _MS_NOSUID | _MS_NODEV,
+            options.encode(),
         )
     except (AttributeError, OSError):
         return False
@@ -429,14 +433,15 @@ class Workspace:
     ``Workspace(source)`` copies ``source`` (directories, regular files and symbolic links as
     links, ``.git`` included, file modes and modification times kept, setuid/setgid bits cleared;
     FIFOs, sockets and device files are left out, at any depth) into
-    ``tempfile.mkdtemp(prefix=tagged_prefix("swe"), dir=parent)`` (named with its owner, see
-    :mod:`agentenvs.swe.reclaim`). Where the host lets this process
+    ``tempfile.mkdtemp(prefix="agentenvs-swe-", dir=parent)``. Where the host lets this process
     mount (root), that directory is its own tmpfs of ``max_bytes`` bytes and ``max_bytes //
     INODE_BYTES`` inodes (``nosuid``, ``nodev``), so the kernel enforces the disk cap on blocks and
     inodes (:attr:`tmpfs`); otherwise only the sandbox's watchdog does. The directory has mode
     0700 and, with everything in it, belongs to ``owner``. The copy shares no inode with
     ``source``. It is removed (and unmounted) by :meth:`cleanup`, on leaving a ``with`` block,
-    when the object is garbage-collected, or at interpreter exit.
+    when the object is garbage-collected, or at interpreter exit; the tmpfs's source names its
+    owner (:func:`~agentenvs.swe.reclaim.mount_source`), so that a new env reclaims it once a
+    killed owner left it.
     A workspace is path-like (``os.fspath(ws) == str(ws.path)``), so it can be passed to a
     sandbox's ``run`` directly.
 
@@ -465,7 +470,7 @@ class Workspace:
         self.parent = Path(parent) if parent is not None else None
         self.max_bytes = max_bytes
         self.owner = owner if owner is not None else sandbox_owner()
-        root = tempfile.mkdtemp(prefix=tagged_prefix("swe"), dir=parent)
+        root = tempfile.mkdtemp(prefix="agentenvs-swe-", dir=parent)
         self.tmpfs = tmpfs_available() and _mount_tmpfs(root, max_bytes, self.owner)
         self._finalizer = weakref.finalize(self, _discard, root, self.tmpfs)
         self.path = Path(root)
