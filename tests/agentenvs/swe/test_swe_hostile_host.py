@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from swe_golden import write_golden_task
 
+from agentenvs.swe import signature
+from agentenvs.swe.calls import ToolCall
 from agentenvs.swe.env import (
     MAX_INFO_FS_CHANGES,
     MAX_INFO_PATCH_CHARS,
@@ -365,3 +367,27 @@ def test_reclaim_keeps_untagged_foreign_and_live_directories(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         p.name for p in (alive, other_ns, untagged)
     )
+
+
+def test_signature_state_folds_operations_past_its_cap(monkeypatch):
+    monkeypatch.setattr(signature, "MAX_STATE_OPS", 3)
+    calls = [
+        ToolCall("search", {"search_term": "x", "path": f"/testbed/f{i}.py"}) for i in range(6)
+    ]
+
+    def fold(order: list[ToolCall]) -> SignatureState:
+        state = SignatureState()
+        for call in order:
+            state.update(call)
+        return state
+
+    state = fold(calls)
+    assert sum(len(ops) for ops in state.files.values()) == 3
+    assert state.key().endswith(
+        f"|OVERFLOW({state.overflow})|FLAGS(think=0,test_pass=0,test_fail=0)"
+    )
+    assert fold(calls).key() == state.key() and state.copy().key() == state.key()
+    again = state.copy()
+    again.update(calls[0])  # already held: no change
+    assert again.key() == state.key()
+    assert fold(calls[:5]).key() != state.key()
