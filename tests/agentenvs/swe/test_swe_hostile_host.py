@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -154,6 +155,23 @@ def test_enospc_on_the_host_is_an_infrastructure_failure(textkit_task, private_t
         assert list(private_tmp.iterdir()) == []
     finally:
         libc.umount2(os.fsencode(private_tmp), 2)
+
+
+def test_no_file_descriptors_left_is_an_infrastructure_failure(textkit_task, private_tmp):
+    """``EMFILE`` while grading (the host process out of descriptors) is the host's failure."""
+    env = make_env(textkit_task)
+    env.reset()
+    run_ok(env, "echo 'x = 1' > extra.py")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    in_use = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (in_use + 2, hard))
+    try:
+        _, reward, terminated, _, info = env.step(FINISH)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        env.close()
+    assert terminated and reward == 0.0 and info["grading_error"] == ""
+    assert "Too many open files" in info["infra_error"], info["infra_error"]
 
 
 # ------------------------------------------------------------------------- editor and memory
