@@ -50,6 +50,9 @@ SNIPPET_LINES = 4
 MAX_EDITOR_FILE_BYTES = 8 * 2**20
 #: Bytes the undo history keeps over all files, oldest edits dropped first (32 MiB).
 MAX_UNDO_BYTES = 32 * 2**20
+#: ``search`` in one file stops collecting matching lines past this many characters (4 MiB, more
+#: than an observation holds), so a huge file's matches never sit in host memory at once.
+_SEARCH_OUTPUT_CHARS = 4 * 2**20
 _EDITOR_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 #: Characters ``os.fsencode`` cannot turn into bytes (it maps only ``\\udc80``-``\\udcff`` back).
 _UNENCODABLE = re.compile("[\ud800-\udc7f]")
@@ -537,14 +540,11 @@ def search(
         if target is None or not workspace.inside(target) or not _is_regular(target):
             continue
         try:
-            data = Path(target).read_bytes()
+            count = _count_matching_lines(target, term)
         except OSError:
             continue
-        text = data.decode("utf-8", errors="ignore")
-        if term in text:
-            count = sum(term in line for line in _universal_lines(text))
-            if count:
-                counts[os.path.relpath(path, workspace.root)] = count
+        if count:
+            counts[os.path.relpath(path, workspace.root)] = count
     if not counts:
         return f'No matches found for "{term}" in {shown}\n', True
     if len(counts) > 100:
@@ -582,16 +582,26 @@ def _tree_files(top: str) -> Iterator[str]:
         stack.extend(reversed(subdirs))
 
 
-def _universal_lines(text: str) -> list[str]:
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+def _count_matching_lines(path: str, term: str) -> int:
+    """How many lines of the file ``path`` (UTF-8, undecodable bytes dropped, universal newlines)
+    hold ``term``; read line by line, so a big file costs no more memory than its longest line."""
+    with open(path, encoding="utf-8", errors="ignore", newline=None) as handle:
+        return sum(term in line for line in handle)
 
 
 def _search_file(real: str, shown: str, term: str) -> str:
-    text = Path(real).read_bytes().decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    rows = [f"{n}:{line}" for n, line in enumerate(lines, 1) if term in line]
+    """``grep -n``-style rows of the lines (split at ``\\n``, decoded with replacement) holding
+    ``term``, read line by line; rows stop past :data:`_SEARCH_OUTPUT_CHARS` characters."""
+    rows, size = [], 0
+    with open(real, "rb") as handle:
+        for n, raw in enumerate(handle, 1):
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            text = line.decode("utf-8", errors="replace")
+            if term in text:
+                rows.append(f"{n}:{text}")
+                size += len(rows[-1]) + 1
+                if size > _SEARCH_OUTPUT_CHARS:
+                    break
     if not rows:
         return f'No matches found for "{term}" in {shown}\n'
     return f'Matches for "{term}" in {shown}:\n' + "\n".join(rows).strip() + "\n"

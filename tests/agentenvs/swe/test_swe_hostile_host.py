@@ -19,6 +19,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ from agentenvs.swe.env import (
     MAX_STATE_KEY_CHARS,
     SWEEnv,
 )
-from agentenvs.swe.r2e_files import MAX_EDITOR_FILE_BYTES, MAX_UNDO_BYTES, FileEditor
+from agentenvs.swe.r2e_files import MAX_EDITOR_FILE_BYTES, MAX_UNDO_BYTES, FileEditor, search
 from agentenvs.swe.reclaim import owner_alive, owner_tag, reclaim_stale
 from agentenvs.swe.sandbox import bwrap_available
 from agentenvs.swe.signature import SignatureState
@@ -194,6 +195,21 @@ def test_editor_refuses_a_60_mb_file_and_host_memory_stays_flat(textkit_task, pr
     finally:
         env.close()
     assert growth < 64, f"the host process grew by {growth:.0f} MiB"
+
+
+def test_search_reads_a_60_mb_file_in_bounded_memory(tmp_path):
+    (tmp_path / "big.txt").write_text(("x = 1 " + "a" * 993 + "\n") * 60_000)  # 60 MB
+    tracemalloc.start()
+    try:
+        one, ok = search(tmp_path, {"search_term": "x = 1", "path": "big.txt"})
+        assert ok and one.startswith('Matches for "x = 1" in /testbed/big.txt:\n1:x = 1 a')
+        assert 4 * 2**20 < len(one) < 4 * 2**20 + 2000  # more than an observation holds
+        every, ok = search(tmp_path, {"search_term": "x = 1"})
+        assert ok and "./big.txt (60000 matches)" in every
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
 def test_undo_history_is_capped_oldest_first(tmp_path):
