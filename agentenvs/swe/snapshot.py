@@ -274,14 +274,20 @@ def _index_lines(
 
     Raises:
         DiffTooLarge: the files whose blob is not ``head``'s (path -> blob id) hold more than
-            ``max_bytes`` bytes (``None``: no cap), checked before each is stored.
+            ``max_bytes`` bytes (``None``: no cap), checked before each is stored (and before a
+            new file that would pass it is even read).
     """
     changed = 0
     for rel, dir_fd, entry in walk_files(os.fspath(tree), exclude=(".git",)):
         if any(part.lower() == ".git" for part in rel.split("/")):
             continue
+        path = os.fsencode(rel)
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            st = entry.stat(follow_symlinks=False)
+            mode = st.st_mode
+            if max_bytes is not None and path not in head and not _is_cache(rel):
+                if changed + st.st_size > max_bytes:
+                    raise DiffTooLarge(f"the changed files hold over {_mib(max_bytes)} MiB")
             if stat.S_ISLNK(mode):
                 data, kind = os.readlink(os.fsencode(entry.name), dir_fd=dir_fd), b"120000"
             elif stat.S_ISREG(mode):
@@ -291,7 +297,6 @@ def _index_lines(
                 continue
         except OSError:
             continue
-        path = os.fsencode(rel)
         raw = b"blob %d\0" % len(data) + data
         sha = hashlib.sha1(raw).hexdigest()
         if max_bytes is not None and head.get(path) != sha and not _is_cache(rel):
