@@ -20,17 +20,25 @@ This module holds :class:`SWEEnv`. One episode (docs/swe.md):
   commands are refused from then on), truncates with reward 0 (or grades the workspace when
   ``evaluate_on_truncation``).
 * ``info`` adds ``tool_call`` (name, arguments, result, valid), ``exit_code``, ``timed_out``,
-  ``fs_changes``, ``rtmc_category``, ``action_key`` (RTMC's action signature), ``sandbox``, and at
-  the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved``, ``grading_error`` (why
-  the submission could not be graded, ``""`` when it was) and ``patch`` (the workspace's diff
-  against the snapshot, built without running git over the workspace); ``state_key`` is RTMC's
-  state signature, so ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
+  ``fs_changes`` (the first :data:`MAX_INFO_FS_CHANGES`; ``fs_changes_truncated`` says whether
+  more changed), ``rtmc_category``, ``action_key`` (RTMC's action signature), ``sandbox``, and at
+  the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved``, ``grading_error`` (why the
+  submission is invalid, ``""`` when it was graded or the failure was not the policy's),
+  ``infra_error`` (why the host could not grade it: an ``OSError`` such as a full host temporary
+  directory, ``""`` when none) and ``patch`` (the workspace's diff against the snapshot, built
+  without running git over the workspace, cut at :data:`MAX_INFO_PATCH_CHARS` with
+  ``patch_truncated``); a submission whose changes are over ``max_diff_bytes`` is invalid, refused
+  before any diff is built. ``state_key`` is RTMC's state signature (its SHA-256 once over
+  :data:`MAX_STATE_KEY_CHARS`), so ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE
+  as is.
 * ``progress="on_change"`` adds ``info["progress"]``: the share of the FAIL_TO_PASS tests that pass
   when the workspace is graded, re-run only after a step that changed files, scaled by
   :data:`~agentenvs.core.progress.PENDING_SHARE`; 0 at reset and 1.0 or 0.0 once graded
   (docs/swe.md, *Progress*). The default ``"off"`` leaves it out: each re-run costs a test run.
 
-Workspaces and grading copies are deleted when the episode ends, on ``reset`` and on ``close``.
+Workspaces and grading copies are deleted when the episode ends, on ``reset`` and on ``close``;
+``close`` also removes the sandbox's own files (the ``/etc`` copy), and a new env reclaims what
+killed processes left (:func:`~agentenvs.swe.reclaim.reclaim_stale`).
 
 >>> env = SWEEnv(sandbox="local")  # doctest: +SKIP
 """
@@ -38,7 +46,10 @@ Workspaces and grading copies are deleted when the episode ends, on ``reset`` an
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
+import hashlib
+import os
 import re
 import shutil
 import time
@@ -63,13 +74,22 @@ from agentenvs.swe.prompts import (
     R2EPrompt,
     issue_text,
 )
+from agentenvs.swe.reclaim import reclaim_stale
 from agentenvs.swe.sandbox import Sandbox, make_sandbox
 from agentenvs.swe.signature import SignatureState, SWESignature
-from agentenvs.swe.snapshot import apply_diff, tree_diff
+from agentenvs.swe.snapshot import MAX_DIFF_BYTES, DiffTooLarge, apply_diff, tree_diff
 from agentenvs.swe.task import Prepared, SWETask, embedded_tasks, prepare
-from agentenvs.swe.workspace import Workspace
+from agentenvs.swe.workspace import Workspace, workspace_full
 
-__all__ = ["SWEEnv", "TOOLSETS", "PROGRESS_MODES", "MAX_OBSERVATION_CHARS"]
+__all__ = [
+    "SWEEnv",
+    "TOOLSETS",
+    "PROGRESS_MODES",
+    "MAX_OBSERVATION_CHARS",
+    "MAX_INFO_FS_CHANGES",
+    "MAX_INFO_PATCH_CHARS",
+    "MAX_STATE_KEY_CHARS",
+]
 
 #: ``toolset`` values.
 TOOLSETS = ("r2e", "mini")
@@ -78,6 +98,12 @@ PROGRESS_MODES = ("off", "on_change")
 
 #: Longest observation: both output streams at the sandbox's default 1 MiB cap, plus framing.
 MAX_OBSERVATION_CHARS = 2 * 2**20 + 65_536
+#: ``info["fs_changes"]`` lists at most this many changed files (``fs_changes_truncated``).
+MAX_INFO_FS_CHANGES = 1000
+#: ``info["patch"]`` is cut at this many characters (``patch_truncated``), 1 MiB.
+MAX_INFO_PATCH_CHARS = 2**20
+#: A longer state signature is given as ``"sha256:"`` and its 64 hex digits (71 characters).
+MAX_STATE_KEY_CHARS = 1024
 
 _OUTSIDE_BMP = re.compile("[\ud800-\udfff\U00010000-\U0010ffff]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -117,6 +143,9 @@ class SWEEnv(TextAgentEnv[str]):
         progress: ``"off"`` (default: no ``info["progress"]``) or ``"on_change"`` (the FAIL_TO_PASS
             tests re-run the way grading runs them after each step that changed files; one
             test run each, about a second on the shipped tasks, see docs/swe.md, *Progress*).
+        max_diff_bytes: a submission whose new and changed files hold more bytes (or whose
+            diff is longer) is invalid, refused before the diff is built; default 16 MiB
+            (:data:`~agentenvs.swe.snapshot.MAX_DIFF_BYTES`).
         render_mode: ``None`` or ``"ansi"``.
     """
 
@@ -137,6 +166,7 @@ class SWEEnv(TextAgentEnv[str]):
         step_budget_message: bool = False,
         invalid_action_penalty: float = 0.0,
         progress: str = "off",
+        max_diff_bytes: int = MAX_DIFF_BYTES,
         render_mode: str | None = None,
     ) -> None:
         if shutil.which("git") is None:
@@ -161,6 +191,7 @@ class SWEEnv(TextAgentEnv[str]):
             action_format="plain",
             render_mode=render_mode,
         )
+        reclaim_stale()  # workspaces and /etc copies of killed processes
         self.observation_space = _bmp_space(MAX_OBSERVATION_CHARS)
         self.action_space = _bmp_space(2**20)
         self.toolset = toolset
@@ -174,7 +205,9 @@ class SWEEnv(TextAgentEnv[str]):
         self.compat = compat
         self.step_budget_message = step_budget_message
         self.progress = progress
+        self.max_diff_bytes = int(max_diff_bytes)
         self._f2p_share = 0.0
+        self._infra_error = ""
         self.signature = SWESignature()
         self.task: SWETask | None = None
         self._prepared: Prepared | None = None
@@ -207,6 +240,7 @@ class SWEEnv(TextAgentEnv[str]):
         self._obs = template.format(problem_statement=issue_text(self.task.problem_statement))
         self._last, self._grade = {}, None
         self._f2p_share = 0.0
+        self._infra_error = ""
         self._finished = False
         self._refused = False
         self._started = time.monotonic()
@@ -252,7 +286,8 @@ class SWEEnv(TextAgentEnv[str]):
             },
             "exit_code": call.exit_code,
             "timed_out": outcome.timed_out,
-            "fs_changes": [dataclasses.asdict(c) for c in changes],
+            "fs_changes": [dataclasses.asdict(c) for c in changes[:MAX_INFO_FS_CHANGES]],
+            "fs_changes_truncated": len(changes) > MAX_INFO_FS_CHANGES,
             "rtmc_category": self.signature.classify(call) if call.valid else "invalid",
             "action_key": self.signature.action_signature(call),
         }
@@ -271,7 +306,10 @@ class SWEEnv(TextAgentEnv[str]):
         return self._finished
 
     def _state_key(self) -> str:
-        return self._sig.key()
+        key = self._sig.key()
+        if len(key) <= MAX_STATE_KEY_CHARS:
+            return key
+        return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
     def _progress(self) -> float | None:
         """``None`` with ``progress="off"``; once graded, 1.0 if resolved else 0.0; before,
@@ -298,6 +336,8 @@ class SWEEnv(TextAgentEnv[str]):
                 grading_timed_out=g.timed_out,
                 grading_error=g.invalid,
             )
+        if self._grade is not None or self._infra_error:
+            info["infra_error"] = self._infra_error
         return info
 
     # -- Gymnasium API -----------------------------------------------------------------------------
@@ -314,7 +354,7 @@ class SWEEnv(TextAgentEnv[str]):
             if self.progress != "off":
                 info["progress"] = self._progress()
         if terminated or truncated:
-            info["patch"] = self._patch()
+            info["patch"], info["patch_truncated"] = self._patch()
             info["won"] = bool(self._won)
             self._discard_workspace()
         return obs, reward, terminated, truncated, _printable(info)
@@ -353,14 +393,25 @@ class SWEEnv(TextAgentEnv[str]):
         """The share of the FAIL_TO_PASS tests that pass when the workspace is graded."""
         assert self.task is not None
         run = self._grade_copy(self.task.FAIL_TO_PASS, ())
+        if self._infra_error:  # the host failed: keep the last share
+            return self._f2p_share
         return run.n_f2p_passed / max(run.n_f2p, 1)
 
     def _grade_copy(self, fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]) -> Grade:
         """Run the given tests the way grading does: in a fresh copy of the clean snapshot (deleted
         after) with :meth:`_submission` and the ``test_patch`` applied, the withheld files
-        restored; a submission that cannot be applied grades 0 with the reason."""
+        restored; a submission that cannot be applied grades 0 with the reason.
+
+        An ``OSError`` grades 0 too: with the reason in :attr:`Grade.invalid` when the grading
+        copy's own tmpfs is full (the submission filled it), else in ``_infra_error`` (the host
+        failed: a full temporary directory, no file descriptors or processes left)."""
         assert self._workspace is not None and self.task is not None and self._prepared
-        copy = Workspace(self._prepared.snapshot, parent=self._workspace.parent)
+        self._infra_error = ""
+        try:
+            copy = Workspace(self._prepared.snapshot, parent=self._workspace.parent)
+        except OSError as error:
+            self._infra_error = f"the grading copy could not be made: {error}"
+            return Grade.ungraded(fail_to_pass, pass_to_pass, "")
         try:
             reason = self._build_grading_tree(copy.path)
             if reason:
@@ -374,12 +425,21 @@ class SWEEnv(TextAgentEnv[str]):
                 command=self.task.test_command,
                 timeout=self.grading_timeout,
             )
+        except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EDQUOT) and workspace_full(
+                os.path.realpath(copy.path)
+            ):
+                reason = f"invalid submission: the grading copy is full: {error.strerror}"
+                return Grade.ungraded(fail_to_pass, pass_to_pass, reason)
+            self._infra_error = f"grading failed on the host: {error}"
+            return Grade.ungraded(fail_to_pass, pass_to_pass, "")
         finally:
             copy.cleanup()
 
     def _build_grading_tree(self, tree: Path) -> str:
         """Apply :meth:`_submission`, then the ``test_patch``, to the clean copy ``tree``; ``""``,
-        or why one of them could not be applied."""
+        or why one of them could not be applied (an ``OSError``, the host's failure, is
+        raised)."""
         assert self.task is not None
         try:
             reason = apply_diff(tree, self._submission())
@@ -388,8 +448,10 @@ class SWEEnv(TextAgentEnv[str]):
             if self.task.test_patch:
                 reason = apply_diff(tree, self.task.test_patch.encode())
                 return reason and f"the test patch did not apply: {reason}"
-        except (RuntimeError, OSError) as error:  # git refused, or could not start (host out of
-            return f"the submission could not be built: {error}"  # processes): grades 0
+        except DiffTooLarge as error:
+            return f"the submission is too large: {error}"
+        except RuntimeError as error:  # git refused the workspace's files
+            return f"the submission could not be built: {error}"
         return ""
 
     def _restored_paths(self) -> list[str]:
@@ -411,20 +473,31 @@ class SWEEnv(TextAgentEnv[str]):
             self._workspace.path,
             exclude=self._restored_paths(),
             exclude_globs=INFRASTRUCTURE_GLOBS,
+            max_bytes=self.max_diff_bytes,
         )
 
-    def _patch(self) -> str:
-        """``info["patch"]``: the workspace's diff against the snapshot, withheld paths left out,
-        decoded with replacement (binary parts are ASCII already)."""
+    def _patch(self) -> tuple[str, bool]:
+        """``info["patch"]`` and ``info["patch_truncated"]``: the workspace's diff against the
+        snapshot, withheld paths left out, decoded with replacement (binary parts are ASCII
+        already), cut at :data:`MAX_INFO_PATCH_CHARS` (truncated, also when the changes are over
+        ``max_diff_bytes`` and no diff was built)."""
         if self._workspace is None or self._prepared is None or self.task is None:
-            return ""
+            return "", False
         try:
             diff = tree_diff(
-                self._prepared.snapshot, self._workspace.path, exclude=self.task.test_files_hidden
+                self._prepared.snapshot,
+                self._workspace.path,
+                exclude=self.task.test_files_hidden,
+                max_bytes=self.max_diff_bytes,
             )
+        except DiffTooLarge as error:
+            return f"[no patch: {error}]", True
         except (RuntimeError, OSError) as error:  # git refused, or could not start
-            return f"[no patch: {error}]"
-        return diff.decode("utf-8", "replace")
+            return f"[no patch: {error}]", False
+        head = diff[: 4 * MAX_INFO_PATCH_CHARS]  # enough bytes for the characters kept
+        text = head.decode("utf-8", "replace")
+        cut = len(head) < len(diff) or len(text) > MAX_INFO_PATCH_CHARS
+        return text[:MAX_INFO_PATCH_CHARS], cut
 
     def _with_budget(self, observation: str) -> str:
         if not self.step_budget_message:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentenvs.swe.calls import CommandResult
+from agentenvs.swe.reclaim import tagged_prefix
 from agentenvs.swe.sandbox import Bind, Sandbox
 
 __all__ = [
@@ -329,7 +330,7 @@ def _run_with_plugin(
     read-only and a fresh report directory bound writable; the report's outcomes (``None``
     without one) and the command's result. Both directories sit in a private (``0700``) host
     directory, removed after."""
-    with tempfile.TemporaryDirectory(prefix="agentenvs-grade-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=tagged_prefix("grade")) as tmp:
         plugin, report = Path(tmp) / "plugin", Path(tmp) / "report"
         plugin.mkdir(mode=0o755)
         report.mkdir()

@@ -7,7 +7,8 @@ This module holds:
 * :func:`search` - the ``search`` tool.
 * the path confinement both share (``/testbed`` names, symlinks resolved inside the root, no
   FIFOs or devices opened) and the editor's limits (:data:`MAX_EDITOR_CHARS` with
-  :data:`CLIP_NOTE`, :data:`SNIPPET_LINES`).
+  :data:`CLIP_NOTE`, :data:`SNIPPET_LINES`, :data:`MAX_EDITOR_FILE_BYTES`,
+  :data:`MAX_UNDO_BYTES`).
 
 The rules and the R2E-Gym fidelity notes are in :mod:`agentenvs.swe.r2e` and docs/swe.md.
 """
@@ -25,7 +26,15 @@ from pathlib import Path, PurePosixPath
 
 from agentenvs.swe.workspace import adopt
 
-__all__ = ["CLIP_NOTE", "MAX_EDITOR_CHARS", "SNIPPET_LINES", "FileEditor", "search"]
+__all__ = [
+    "CLIP_NOTE",
+    "MAX_EDITOR_CHARS",
+    "MAX_EDITOR_FILE_BYTES",
+    "MAX_UNDO_BYTES",
+    "SNIPPET_LINES",
+    "FileEditor",
+    "search",
+]
 
 #: Appended to a ``file_editor`` output cut at :data:`MAX_EDITOR_CHARS`.
 CLIP_NOTE = (
@@ -36,6 +45,14 @@ CLIP_NOTE = (
 MAX_EDITOR_CHARS = 10_000
 #: Lines of context around an edit in the ``str_replace``/``insert`` snippet.
 SNIPPET_LINES = 4
+#: Largest file ``view``, ``str_replace`` and ``insert`` read, bytes (8 MiB): a bigger one is an
+#: ``ERROR`` pointing to ``execute_bash`` (the host process holds a few copies of it meanwhile).
+MAX_EDITOR_FILE_BYTES = 8 * 2**20
+#: Bytes the undo history keeps over all files, oldest edits dropped first (32 MiB).
+MAX_UNDO_BYTES = 32 * 2**20
+#: ``search`` in one file stops collecting matching lines past this many characters (4 MiB, more
+#: than an observation holds), so a huge file's matches never sit in host memory at once.
+_SEARCH_OUTPUT_CHARS = 4 * 2**20
 _EDITOR_COMMANDS = ("view", "create", "str_replace", "insert", "undo_edit")
 #: Characters ``os.fsencode`` cannot turn into bytes (it maps only ``\\udc80``-``\\udcff`` back).
 _UNENCODABLE = re.compile("[\ud800-\udc7f]")
@@ -104,6 +121,14 @@ def _realpath(path: str) -> str | None:
 def _is_regular(real: str) -> bool:
     try:
         return stat.S_ISREG(os.stat(real).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _too_large(real: str) -> bool:
+    """Whether the file ``real`` is over :data:`MAX_EDITOR_FILE_BYTES`."""
+    try:
+        return os.stat(real).st_size > MAX_EDITOR_FILE_BYTES
     except (OSError, ValueError):
         return False
 
@@ -184,8 +209,10 @@ class FileEditor:
 
     ``editor(params)`` returns ``(output, ok)``; ``ok`` is false for an ``ERROR: ...`` output.
     After each call :attr:`changed` holds the repository-relative paths the call wrote. The undo
-    history is one stack per file, kept for the editor's lifetime. ``compat`` expands tabs in
-    edited files as R2E does.
+    history is one stack per file, kept for the editor's lifetime up to :data:`MAX_UNDO_BYTES` in
+    all (the oldest edits of any file are forgotten first); files over
+    :data:`MAX_EDITOR_FILE_BYTES` are refused. ``compat`` expands tabs in edited files as R2E
+    does.
     """
 
     def __init__(
@@ -201,7 +228,8 @@ class FileEditor:
         self.python_only = python_only
         self.auto_concise = auto_concise
         self.compat = compat
-        self.history: dict[str, list[str]] = {}
+        self.history: list[tuple[str, bytes]] = []  # (real path, content before), oldest first
+        self._history_bytes = 0
         self.changed: tuple[str, ...] = ()
 
     def __call__(self, params: Mapping[str, str]) -> tuple[str, bool]:
@@ -236,6 +264,11 @@ class FileEditor:
             return self._listing(real, shown)
         if exists and not _is_regular(real):
             return _error(f"The path '{shown}' is not a regular file.")
+        if command in ("view", "str_replace", "insert") and _too_large(real):
+            return _error(
+                f"The file {shown} is larger than {MAX_EDITOR_FILE_BYTES // 2**20} MiB; "
+                "file_editor cannot open it. Use execute_bash instead (e.g. grep -n, sed -n)."
+            )
         if command == "view":
             return self._view(real, shown, params)
         if command == "create":
@@ -395,11 +428,15 @@ class FileEditor:
         )
 
     def _undo(self, real: str, shown: str) -> tuple[str, bool]:
-        stack = self.history.get(real)
-        if not stack:
+        last = next(
+            (i for i in reversed(range(len(self.history))) if self.history[i][0] == real), None
+        )
+        if last is None:
             return _error(f"No previous edits found for {shown} to undo.")
-        previous = stack.pop()
-        Path(real).write_bytes(previous.encode("utf-8", errors="replace"))
+        data = self.history.pop(last)[1]
+        self._history_bytes -= len(data)
+        previous = data.decode("utf-8", errors="replace")
+        Path(real).write_bytes(data)
         adopt(real, self.workspace.root)  # a re-created file stays the sandbox user's
         self.changed = (self._relative(real),)
         output = f"Last edit to {shown} undone successfully. " + _numbered(previous, shown)
@@ -413,7 +450,11 @@ class FileEditor:
 
     def _record(self, real: str, previous: str) -> None:
         adopt(real, self.workspace.root)  # a file the host created stays the sandbox user's
-        self.history.setdefault(real, []).append(previous)
+        data = previous.encode("utf-8", errors="replace")
+        self.history.append((real, data))
+        self._history_bytes += len(data)
+        while self._history_bytes > MAX_UNDO_BYTES:
+            self._history_bytes -= len(self.history.pop(0)[1])
         self.changed = (self._relative(real),)
 
     def _relative(self, real: str) -> str:
@@ -499,14 +540,11 @@ def search(
         if target is None or not workspace.inside(target) or not _is_regular(target):
             continue
         try:
-            data = Path(target).read_bytes()
+            count = _count_matching_lines(target, term)
         except OSError:
             continue
-        text = data.decode("utf-8", errors="ignore")
-        if term in text:
-            count = sum(term in line for line in _universal_lines(text))
-            if count:
-                counts[os.path.relpath(path, workspace.root)] = count
+        if count:
+            counts[os.path.relpath(path, workspace.root)] = count
     if not counts:
         return f'No matches found for "{term}" in {shown}\n', True
     if len(counts) > 100:
@@ -544,16 +582,26 @@ def _tree_files(top: str) -> Iterator[str]:
         stack.extend(reversed(subdirs))
 
 
-def _universal_lines(text: str) -> list[str]:
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+def _count_matching_lines(path: str, term: str) -> int:
+    """How many lines of the file ``path`` (UTF-8, undecodable bytes dropped, universal newlines)
+    hold ``term``; read line by line, so a big file costs no more memory than its longest line."""
+    with open(path, encoding="utf-8", errors="ignore", newline=None) as handle:
+        return sum(term in line for line in handle)
 
 
 def _search_file(real: str, shown: str, term: str) -> str:
-    text = Path(real).read_bytes().decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    rows = [f"{n}:{line}" for n, line in enumerate(lines, 1) if term in line]
+    """``grep -n``-style rows of the lines (split at ``\\n``, decoded with replacement) holding
+    ``term``, read line by line; rows stop past :data:`_SEARCH_OUTPUT_CHARS` characters."""
+    rows, size = [], 0
+    with open(real, "rb") as handle:
+        for n, raw in enumerate(handle, 1):
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            text = line.decode("utf-8", errors="replace")
+            if term in text:
+                rows.append(f"{n}:{text}")
+                size += len(rows[-1]) + 1
+                if size > _SEARCH_OUTPUT_CHARS:
+                    break
     if not rows:
         return f'No matches found for "{term}" in {shown}\n'
     return f'Matches for "{term}" in {shown}:\n' + "\n".join(rows).strip() + "\n"

@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import copy
 
+from agentenvs.swe.reclaim import tagged_prefix
 from agentenvs.swe.sandbox_base import Bind, Caps, Limits, Sandbox, _interpreter_paths, _killpg
 from agentenvs.swe.sandbox_memory import _init_pid, _memory_cgroups, _NamespaceCounter
 from agentenvs.swe.sandbox_process import _pidfd_open, _ProcessSandbox
@@ -142,7 +143,9 @@ class BwrapSandbox(_ProcessSandbox):
             self._drop = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups "
             self._drop += "--inh-caps=-all --bounding-set=-all "
         self._etc = _etc_copy()
-        self._cleanup_etc = weakref.finalize(self, shutil.rmtree, self._etc, True)
+        self._cleanup_etc: weakref.finalize | None = weakref.finalize(
+            self, shutil.rmtree, self._etc, True
+        )
         self._prefix_args, path = self._static_args()
         self._cgroups = _memory_cgroups() if memory == "auto" else None
         self._env = {
@@ -246,10 +249,17 @@ class BwrapSandbox(_ProcessSandbox):
 
     def bound(self, binds: Sequence[Bind]) -> tuple[Sandbox, list[str]]:
         box = copy(self)
+        box._cleanup_etc = None  # the copy shares this sandbox's /etc copy: closing it keeps it
         for b in binds:
             option = "--bind" if b.writable else "--ro-bind"
             box._prefix_args = [*box._prefix_args, *_bind_args(option, b.source, b.target)]
         return box, [b.target for b in binds]
+
+    def close(self) -> None:
+        """Remove the ``/etc`` copy (also done at garbage collection and exit; a sandbox from
+        :meth:`bound` leaves it to this one). Commands run after it fail to start."""
+        if self._cleanup_etc is not None:
+            self._cleanup_etc()
 
     def _after(self, process: subprocess.Popen[bytes], env: Mapping[str, str]) -> None:
         """Kill bwrap (its PID namespace dies with it) and wait until the namespace is gone."""
@@ -284,7 +294,7 @@ def _etc_copy() -> str:
     """A private directory holding copies of the :data:`ETC_ALLOWLIST` entries of ``/etc`` (and
     ``mtab``), bound as the sandbox's ``/etc``: one mount instead of one per entry keeps bwrap's
     start-up ~4 ms shorter."""
-    etc = tempfile.mkdtemp(prefix="agentenvs-etc-")
+    etc = tempfile.mkdtemp(prefix=tagged_prefix("etc"))
     for name in ETC_ALLOWLIST:
         source, target = f"/etc/{name}", os.path.join(etc, name)
         if not os.path.lexists(source):

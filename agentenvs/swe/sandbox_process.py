@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from agentenvs.swe.calls import CommandResult
+from agentenvs.swe.reclaim import tagged_prefix
 from agentenvs.swe.sandbox_base import (
     Caps,
     Limits,
@@ -264,7 +265,7 @@ class LocalSandbox(_ProcessSandbox):
                 RuntimeWarning,
                 stacklevel=2,
             )
-        self.home = tempfile.mkdtemp(prefix="agentenvs-swe-home-")
+        self.home = tempfile.mkdtemp(prefix=tagged_prefix("home"))
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.home, ignore_errors=True)
         _, path = _interpreter_paths()
         self._env = {

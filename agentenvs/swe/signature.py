@@ -9,7 +9,8 @@ This module holds:
   rules the signatures are built from.
 * :class:`SWESignature` - the signature function: ``action_signature(call)``,
   ``state_signature(history)`` and ``sig(history, call) -> (state, action)``.
-* :class:`SignatureState` - the same state signature, updated one call at a time.
+* :class:`SignatureState` - the same state signature, updated one call at a time (at most
+  :data:`MAX_STATE_OPS` operations held; the rest folded into a digest).
 
 Action signatures read ``category:scope@target[:result]``; the state before a step is the sorted
 per-file set of operation codes plus the think/test counters, built from the calls before it:
@@ -62,6 +63,7 @@ from agentenvs.swe.signature_bash import (
 
 __all__ = [
     "CATEGORIES",
+    "MAX_STATE_OPS",
     "SWESignature",
     "SignatureState",
     "classify",
@@ -72,6 +74,10 @@ __all__ = [
     "result_tag",
     "view_buckets",
 ]
+
+#: Most ``(path, operation)`` pairs a :class:`SignatureState` holds (about 35 MiB of host memory
+#: at one path each); later new ones are folded, in order, into a digest that the key ends with.
+MAX_STATE_OPS = 100_000
 
 #: The RTMC action categories (Table 1 of the paper).
 CATEGORIES = (
@@ -477,7 +483,10 @@ _INSTALL_VALUE_OPTS = frozenset(
 class SignatureState:
     """The state signature, updated call by call (``key()`` after the calls so far).
 
-    Folding :meth:`update` over a history gives ``SWESignature.state_signature(history)``.
+    Folding :meth:`update` over a history gives ``SWESignature.state_signature(history)``. Past
+    :data:`MAX_STATE_OPS` pairs (tens of thousands of files changed, step after step), each new
+    pair is folded into :attr:`overflow` (a digest of the pairs in the order they came) instead
+    of being held, so the memory stays bounded; such keys end ``|OVERFLOW(<digest>)``.
 
     >>> from agentenvs.swe.calls import ToolCall
     >>> state = SignatureState()
@@ -491,12 +500,25 @@ class SignatureState:
     think: int = 0
     test_pass: int = 0
     test_fail: int = 0
+    overflow: str = ""
+    _n_ops: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._n_ops = sum(len(ops) for ops in self.files.values())
 
     def update(self, call: ToolCall) -> None:
         """Add the effect of ``call`` (file ops, think or test counters)."""
         effect = self.signature._effect(call)
         for path, op in effect.ops:
-            self.files.setdefault(path, set()).add(op)
+            held = self.files.get(path)
+            if held is not None and op in held:
+                continue
+            if self._n_ops < MAX_STATE_OPS:
+                self.files.setdefault(path, set()).add(op)
+                self._n_ops += 1
+            else:
+                pair = f"{self.overflow}\0{path}\0{op}".encode("utf-8", "surrogatepass")
+                self.overflow = hashlib.sha256(pair).hexdigest()[:16]
         if effect.flag:
             setattr(self, effect.flag, getattr(self, effect.flag) + 1)
 
@@ -504,7 +526,8 @@ class SignatureState:
         """The canonical string: ``f1:op,op|f2:op|FLAGS(think=K,test_pass=P,test_fail=F)``."""
         parts = [f"{path}:{','.join(sorted(ops))}" for path, ops in sorted(self.files.items())]
         flags = f"FLAGS(think={self.think},test_pass={self.test_pass},test_fail={self.test_fail})"
-        return "|".join([*parts, flags])
+        overflow = [f"OVERFLOW({self.overflow})"] if self.overflow else []
+        return "|".join([*parts, *overflow, flags])
 
     def copy(self) -> SignatureState:
         """An independent copy (same signature settings)."""
@@ -514,4 +537,5 @@ class SignatureState:
             self.think,
             self.test_pass,
             self.test_fail,
+            self.overflow,
         )

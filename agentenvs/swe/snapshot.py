@@ -7,7 +7,8 @@ This module holds:
 * :func:`build_snapshot` - copy a repository, apply a bug patch, drop hidden files and commit the
   result with a fixed identity and date, so its HEAD sha is the same on every machine.
 * :func:`tree_diff` - a workspace's changes against a host-owned snapshot's HEAD, as a binary-safe
-  ``git diff`` built without running git over the workspace (its ``.git`` is never read).
+  ``git diff`` built without running git over the workspace (its ``.git`` is never read), refused
+  past :data:`MAX_DIFF_BYTES` (:class:`DiffTooLarge`).
 * :func:`apply_diff` - ``git apply`` a diff to a host-owned tree with every repository-controlled
   git knob (config, hooks, attributes, fsmonitor) off.
 
@@ -35,10 +36,13 @@ import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from agentenvs.swe.reclaim import tagged_prefix
 from agentenvs.swe.workspace import read_regular, walk_files
 
 __all__ = [
     "SEEDS_DIR",
+    "MAX_DIFF_BYTES",
+    "DiffTooLarge",
     "apply_diff",
     "build_snapshot",
     "seed_names",
@@ -48,6 +52,9 @@ __all__ = [
 
 #: The embedded seed repositories, one directory each.
 SEEDS_DIR = Path(__file__).with_name("seeds")
+#: :func:`tree_diff`'s default cap, bytes (16 MiB): on the content of the files that differ from
+#: the base (new and changed files, whole), and on the diff itself.
+MAX_DIFF_BYTES = 16 * 2**20
 
 _IGNORED = ("__pycache__", ".pytest_cache", ".git", "*.pyc")
 #: Pathspecs that keep interpreter and pytest caches out of :func:`tree_diff`.
@@ -230,30 +237,57 @@ def _safe_git(
     return done.stdout
 
 
-def _store_blob(objects: Path, known: Path, data: bytes) -> str:
-    """The blob id of ``data``, written as a loose object under ``objects`` unless ``known`` (an
-    object directory) already holds it loose."""
-    raw = b"blob %d\0" % len(data) + data
-    sha = hashlib.sha1(raw).hexdigest()
+class DiffTooLarge(ValueError):
+    """A tree's changes, or their diff, are over :func:`tree_diff`'s cap (``max_bytes``)."""
+
+
+def _store_blob(objects: Path, known: Path, raw: bytes, sha: str) -> None:
+    """Write the blob ``raw`` (header included) with id ``sha`` as a loose object under
+    ``objects`` unless ``known`` (an object directory) already holds it loose."""
     name = f"{sha[:2]}/{sha[2:]}"
     if not (known / name).exists() and not (objects / name).exists():
         (objects / sha[:2]).mkdir(exist_ok=True)
         partial = objects / f"{name}.tmp"
         partial.write_bytes(zlib.compress(raw, 1))
         partial.rename(objects / name)
-    return sha
 
 
-def _index_lines(tree: Path, objects: Path, known: Path) -> Iterator[bytes]:
+def _head_blobs(git_dir: Path) -> dict[bytes, str]:
+    """Repository-relative path -> blob id of every file in the HEAD commit of ``git_dir``."""
+    listing = _safe_git(git_dir, git_dir.parent, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+    blobs = {}
+    for record in listing.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        fields = meta.split()
+        if len(fields) == 3 and fields[1] == b"blob":
+            blobs[path] = fields[2].decode()
+    return blobs
+
+
+def _index_lines(
+    tree: Path, objects: Path, known: Path, head: dict[bytes, str], max_bytes: int | None
+) -> Iterator[bytes]:
     """``git update-index -z --index-info`` lines for every regular file (mode 100644 or 100755)
     and symlink (120000, its target as content) under ``tree``, walked at any depth without
     following links (:func:`~agentenvs.swe.workspace.walk_files`); ``.git`` entries (any case, any
-    depth) and other file types are skipped."""
+    depth) and other file types are skipped.
+
+    Raises:
+        DiffTooLarge: the files whose blob is not ``head``'s (path -> blob id) hold more than
+            ``max_bytes`` bytes (``None``: no cap), checked before each is stored (and before a
+            new file that would pass it is even read).
+    """
+    changed = 0
     for rel, dir_fd, entry in walk_files(os.fspath(tree), exclude=(".git",)):
         if any(part.lower() == ".git" for part in rel.split("/")):
             continue
+        path = os.fsencode(rel)
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            st = entry.stat(follow_symlinks=False)
+            mode = st.st_mode
+            if max_bytes is not None and path not in head and not _is_cache(rel):
+                if changed + st.st_size > max_bytes:
+                    raise DiffTooLarge(f"the changed files hold over {_mib(max_bytes)} MiB")
             if stat.S_ISLNK(mode):
                 data, kind = os.readlink(os.fsencode(entry.name), dir_fd=dir_fd), b"120000"
             elif stat.S_ISREG(mode):
@@ -263,8 +297,33 @@ def _index_lines(tree: Path, objects: Path, known: Path) -> Iterator[bytes]:
                 continue
         except OSError:
             continue
-        sha = _store_blob(objects, known, data).encode()
-        yield kind + b" " + sha + b"\t" + os.fsencode(rel) + b"\0"
+        raw = b"blob %d\0" % len(data) + data
+        sha = hashlib.sha1(raw).hexdigest()
+        if max_bytes is not None and head.get(path) != sha and not _is_cache(rel):
+            changed += len(data)
+            if changed > max_bytes:
+                raise DiffTooLarge(f"the changed files hold over {_mib(max_bytes)} MiB")
+        _store_blob(objects, known, raw, sha)
+        yield kind + b" " + sha.encode() + b"\t" + path + b"\0"
+
+
+def _is_cache(rel: str) -> bool:
+    """Whether ``rel`` is an interpreter or pytest cache file (:data:`_CACHE_SPECS`).
+
+    >>> _is_cache("pkg/__pycache__/m.cpython-312.pyc"), _is_cache("pkg/m.py")
+    (True, False)
+    """
+    parts = rel.split("/")
+    return rel.endswith(".pyc") or "__pycache__" in parts[:-1] or ".pytest_cache" in parts[:-1]
+
+
+def _mib(size: int) -> str:
+    """``size`` bytes in MiB, as few digits as needed.
+
+    >>> _mib(16 * 2**20), _mib(2**19)
+    ('16', '0.5')
+    """
+    return f"{size / 2**20:g}"
 
 
 def tree_diff(
@@ -273,6 +332,7 @@ def tree_diff(
     *,
     exclude: Sequence[str] = (),
     exclude_globs: Sequence[str] = (),
+    max_bytes: int | None = MAX_DIFF_BYTES,
 ) -> bytes:
     """The binary-safe ``git diff`` (``--binary --full-index``, no renames) from the HEAD commit
     of the host-owned repository ``base`` to the files under ``tree``, untracked files included.
@@ -286,14 +346,19 @@ def tree_diff(
     directory excludes what is under it) and the ``exclude_globs`` (git glob pathspecs, ``**``
     for any directories).
 
+    ``max_bytes`` (default :data:`MAX_DIFF_BYTES`; ``None``: no cap) bounds both the content of
+    the files that differ from HEAD (counted whole, the ``exclude`` ones too, caches not; a tree
+    over it is refused after reading about that much) and the diff's length.
+
     Raises:
         ValueError: ``base`` has no ``.git`` directory.
+        DiffTooLarge: the changes or the diff are over ``max_bytes``.
         RuntimeError: git failed.
     """
     git_dir = base / ".git"
     if not (git_dir / "HEAD").is_file():
         raise ValueError(f"{base} is not a git repository with a .git directory")
-    with tempfile.TemporaryDirectory(prefix="agentenvs-diff-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=tagged_prefix("diff")) as tmp:
         objects, empty = Path(tmp) / "objects", Path(tmp) / "tree"
         objects.mkdir()
         empty.mkdir()
@@ -302,7 +367,8 @@ def tree_diff(
             "GIT_OBJECT_DIRECTORY": str(objects),
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(git_dir / "objects"),
         }
-        lines = b"".join(_index_lines(tree, objects, git_dir / "objects"))
+        head = _head_blobs(git_dir) if max_bytes is not None else {}
+        lines = b"".join(_index_lines(tree, objects, git_dir / "objects", head, max_bytes))
         _safe_git(git_dir, empty, "update-index", "-z", "--index-info", input=lines, **env)
         specs = [
             *_CACHE_SPECS,
@@ -310,10 +376,13 @@ def tree_diff(
             *(f":(exclude,glob){g}" for g in exclude_globs),
         ]
         flags = ("--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv")
-        return _safe_git(
+        diff = _safe_git(
             git_dir, empty, "diff-index", "--cached", *flags, "--no-renames", "HEAD", "--",
             *specs, **env,
         )  # fmt: skip
+    if max_bytes is not None and len(diff) > max_bytes:
+        raise DiffTooLarge(f"the diff is over {_mib(max_bytes)} MiB")
+    return diff
 
 
 def apply_diff(tree: Path, patch: bytes) -> str:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agentenvs.swe.calls import FileChange
+from agentenvs.swe.reclaim import mount_source
 
 __all__ = [
     "Workspace",
@@ -244,7 +245,11 @@ def _mount_tmpfs(root: str, size: int, owner: tuple[int, int] | None) -> bool:
     options = f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}"
     try:
         mounted = _libc().mount(
-            b"agentenvs", os.fsencode(root), b"tmpfs", _MS_NOSUID | _MS_NODEV, options.encode()
+            mount_source().encode(),
+            os.fsencode(root),
+            b"tmpfs",
+            _MS_NOSUID | _MS_NODEV,
+            options.encode(),
         )
     except (AttributeError, OSError):
         return False
@@ -434,7 +439,9 @@ class Workspace:
     inodes (:attr:`tmpfs`); otherwise only the sandbox's watchdog does. The directory has mode
     0700 and, with everything in it, belongs to ``owner``. The copy shares no inode with
     ``source``. It is removed (and unmounted) by :meth:`cleanup`, on leaving a ``with`` block,
-    when the object is garbage-collected, or at interpreter exit.
+    when the object is garbage-collected, or at interpreter exit; the tmpfs's source names its
+    owner (:func:`~agentenvs.swe.reclaim.mount_source`), so that a new env reclaims it once a
+    killed owner left it.
     A workspace is path-like (``os.fspath(ws) == str(ws.path)``), so it can be passed to a
     sandbox's ``run`` directly.
 

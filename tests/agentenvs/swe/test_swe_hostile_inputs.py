@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from swe_golden import write_golden_task
 
-from agentenvs.swe.env import SWEEnv
+from agentenvs.swe.env import MAX_INFO_FS_CHANGES, SWEEnv
 from agentenvs.swe.sandbox import MAX_COMMAND_BYTES, bwrap_available
 from agentenvs.swe.task import SWETask, load_task_dir
 from agentenvs.swe.workspace import Workspace
@@ -253,7 +253,8 @@ def test_links_dangling_looping_and_chained(textkit_task, private_tmp):
             call("file_editor", command="view", path="/testbed"),
         ],
     )
-    assert len(steps[0][1]["fs_changes"]) == 1504
+    assert len(steps[0][1]["fs_changes"]) == MAX_INFO_FS_CHANGES  # of 1504, the rest flagged
+    assert steps[0][1]["fs_changes_truncated"]
     for obs, _ in steps[1:5]:
         assert "ERROR: The path" in obs
     assert "/testbed/dl\n/testbed/l0\n" in steps[5][0]  # listed, not followed
