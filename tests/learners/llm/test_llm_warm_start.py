@@ -224,7 +224,7 @@ def test_a_demonstration_the_env_rejects_fails_loudly():
     with pytest.raises(
         RuntimeError, match=r"^Lost rejected .* task 't3' at turn 2: .*fly.*admissible"
     ):
-        supervised_warm_start(tiny_policy(), Lost(), ["t3"], "demo", steps=1, max_states=4)
+        supervised_warm_start(Policy(None, tiny_tokenizer()), Lost(), ["t3"], "demo", steps=1)
 
 
 def test_an_env_without_an_expert_is_a_one_line_usage_error(capsys):
