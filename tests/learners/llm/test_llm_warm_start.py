@@ -252,6 +252,9 @@ def test_an_env_without_an_expert_is_a_one_line_usage_error(capsys):
         parse_args(["--iterations", "1", "--format-warm-start=5"], prog="train_llm.py")
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--warm-start format --warm-start-steps N" in err
+    with pytest.raises(SystemExit):
+        parse_args(["--warm-start-steps", "-1"], prog="train_llm.py")
+    assert capsys.readouterr().err == "train_llm.py: error: --warm-start-steps -1: must be >= 0\n"
     args = parse_args(["--warm-start", "demo", "--warm-start-steps", "7", "--env-kwargs", "{}"])
     assert (args.warm_start, args.warm_start_steps) == ("demo", 7)  # Sokoban has its solver
 
