@@ -49,6 +49,7 @@ from learners.llm.cli import (
     make_policy,
     parse_args,
     report,
+    run_dir,
     train,
     warm_start,
 )
@@ -57,6 +58,9 @@ from learners.llm.distributed import Distributed
 if __name__ == "__main__":  # (subprocess envs re-import this file)
     args = parse_args(prog="train_llm.py")  # flags generated from TrainConfig; RECIPES per --model
     dist = Distributed.from_env()  # under torchrun: this rank's place (gloo on CPU, nccl on CUDA)
+    args.out = run_dir(args, dist, prog="train_llm.py")  # --out, or a new runs/<env>-<model>-<time>
+    if dist.is_main:
+        print(f"run directory: {args.out}")
 
     # 1. The envs, each wrapped in the --credit wrapper: data flows env -> wrapper -> learner.
     envs = make_envs(args)

@@ -29,9 +29,11 @@ import importlib.metadata
 import json
 import os
 import sys
+import time
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import gymnasium as gym
@@ -60,6 +62,7 @@ __all__ = [
     "TrainArgs",
     "import_user_modules",
     "parse_args",
+    "run_dir",
     "make_envs",
     "make_eval_envs",
     "make_policy",
@@ -246,8 +249,11 @@ class TrainArgs:
             report is the same either way).
         lora: train a LoRA adapter (peft) only.
         lora_rank: the adapter's rank with --lora.
-        out: the run directory (metrics, checkpoint, trajectories, exported policy).
+        out: the run directory (metrics, checkpoint, trajectories, exported policy); default: a
+            new runs/<env>-<model>-<date>-<time> (see run_dir), so runs never overwrite each
+            other.
         resume: continue from --out/checkpoint.pt.
+        overwrite: train into an --out that already holds a run (its files are replaced).
         export: write the trained policy to --out/policy: merged (an HF model dir, LoRA merged
             in), adapter (the LoRA adapter alone; needs --lora) or none.
         eval_envs: plain envs that play the test tasks at once (fewer for heavy envs).
@@ -277,8 +283,9 @@ class TrainArgs:
     progress: bool = True
     lora: bool = False
     lora_rank: int = 16
-    out: str = "runs/train_llm"
+    out: str | None = None
     resume: bool = False
+    overwrite: bool = False
     export: Literal["merged", "adapter", "none"] = "merged"
     eval_envs: int = 64
     config: Annotated[ConfigFlags, tyro.conf.OmitArgPrefixes] = field(default_factory=ConfigFlags)
@@ -288,13 +295,15 @@ def import_user_modules(argv: Sequence[str]) -> list[str]:
     """Import the modules of installed packages' :data:`PLUGIN_GROUP` entry points, then every
     ``--import MODULE`` of ``argv``, in order, before the other options are checked: a module that
     calls ``wrappers.register_method`` or ``gymnasium.register`` makes its credit method a
-    ``--credit`` choice and its env a valid ``--env``. The current directory is searched too.
-    Returns the module names."""
+    ``--credit`` choice and its env a valid ``--env``. The current directory is searched too (also
+    for the module of an ``--env module:Id``, which Gymnasium imports). Returns the module names."""
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--import", dest="imports", action="append", default=[])
+    pre.add_argument("--env", default="")
+    known = pre.parse_known_args(argv)[0]
     plugins = [ep.module for ep in importlib.metadata.entry_points(group=PLUGIN_GROUP)]
-    names = plugins + pre.parse_known_args(argv)[0].imports
-    if names and os.getcwd() not in sys.path:
+    names = plugins + known.imports
+    if (names or ":" in known.env) and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     for name in names:
         try:
@@ -341,6 +350,12 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
             _error(prog, RENAMED[word.split("=")[0]])
     import_user_modules(argv)
     args = tyro.cli(TrainArgs, args=argv, default=_defaults(argv), prog=prog)
+    if not args.progress:  # transformers' and the hub's own bars (loading, writing) too
+        import huggingface_hub.utils
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
+        huggingface_hub.utils.disable_progress_bars()
     values = {f.name: getattr(args.config, f.name) for f in dataclasses.fields(TrainConfig)}
     args.config = TrainConfig(**{**values, "lora_rank": args.lora_rank if args.lora else 0})
     if args.credit not in METHODS:
@@ -374,6 +389,40 @@ def _check_expert(args: TrainArgs, prog: str) -> None:
         _error(prog, f"--warm-start demo: {error}")
     finally:
         env.close()
+
+
+def run_dir(
+    args: TrainArgs, dist: Any = None, root: str | Path = "runs", prog: str = "agentenvs train"
+) -> str:
+    """The run directory: ``--out`` when given, else a new ``root/<env>-<model>-<date>-<time>``
+    (``-2``, ``-3``, ... when a run of the same second exists), created here and the same on
+    every rank (rank 0's name, via ``dist.gather``). An ``--out`` that holds a run
+    (``metrics.csv``) needs ``--resume`` or ``--overwrite``: a one-line usage error otherwise.
+
+    >>> args = TrainArgs(env="agentenvs/Sokoban-v0", model="tiny")
+    >>> import tempfile; root = tempfile.mkdtemp()
+    >>> a, b = run_dir(args, root=root), run_dir(args, root=root)
+    >>> a != b and Path(a).name.startswith("Sokoban-v0-tiny-")
+    True
+    """
+    if args.out is None and args.resume:
+        _error(prog, "--resume needs --out, the run directory to continue")
+    if args.out is not None:
+        if (Path(args.out) / "metrics.csv").exists() and not (args.resume or args.overwrite):
+            _error(prog, f"--out {args.out} holds a run: --resume continues it, --overwrite "
+                   "replaces it, or leave --out out for a new run directory")  # fmt: skip
+        return args.out
+    env = args.env.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+    stem = Path(root) / f"{env}-{Path(args.model).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    path, n = stem, 1
+    while path.exists():
+        n += 1
+        path = stem.with_name(f"{stem.name}-{n}")
+    if dist is not None and dist.enabled:
+        path = Path(dist.gather(str(path))[0])
+    if dist is None or dist.is_main:
+        path.mkdir(parents=True, exist_ok=True)
+    return str(path)
 
 
 def _env_kwargs(args: TrainArgs) -> dict[str, Any]:
@@ -539,7 +588,6 @@ def evaluate_untrained(args: TrainArgs, policy: Any, dist: Any) -> Any:
     ``--out/untrained`` (rank 0). Every rank calls it; returns rank 0's
     :class:`~learners.llm.metrics.MetricsLogger` (``None`` on other ranks) and the metrics."""
     import contextlib
-    from pathlib import Path
 
     from learners.llm.env_source import CreditedEnvs, choose_tasks
     from learners.llm.evaluation import Evaluator
@@ -639,6 +687,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> in
 
     args = parse_args(argv, prog)
     dist = Distributed.from_env()  # under torchrun: this rank's place; else one process
+    args.out = run_dir(args, dist, prog=prog)
+    if dist.is_main:
+        print(f"run directory: {args.out}")
     envs = make_envs(args)
     policy, model_dir = make_policy(args, dist, prog)
     untrained = evaluate_untrained(args, policy, dist) if args.eval_untrained else None

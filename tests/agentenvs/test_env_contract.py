@@ -282,6 +282,46 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
         sys.modules.pop("my_plugin_credit", None)
 
 
+def test_env_module_id_finds_a_module_in_the_current_directory(tmp_path, monkeypatch):
+    """``--env module:Id`` alone (no ``--import``) finds ``module`` in the current directory, as
+    ``--import`` does: the module registers the id, and the flags check against it."""
+    entry = "tests.agentenvs.test_env_contract:Counter"
+    (tmp_path / "my_envs.py").write_text(
+        f"import gymnasium\ngymnasium.register('user_envs/Counter-v0', entry_point='{entry}')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(tmp_path), "")])
+    cli = pytest.importorskip("learners.llm.cli")
+    try:
+        args = cli.parse_args(["--env", "my_envs:user_envs/Counter-v0", "--max-steps", "2"])
+        assert str(tmp_path) in sys.path
+        env = gym.make(args.env, max_steps=2)
+        assert env.reset(seed=0)[1]["task"].startswith("reach")
+    finally:
+        gym.registry.pop("user_envs/Counter-v0", None)
+        sys.modules.pop("my_envs", None)
+
+
+def test_runs_never_overwrite_each_other(tmp_path, monkeypatch, capsys):
+    """Without ``--out`` every run gets a new directory; an ``--out`` holding a run needs
+    ``--resume`` or ``--overwrite``; ``--resume`` needs ``--out``."""
+    cli = pytest.importorskip("learners.llm.cli")
+    args = cli.parse_args(["--env", "agentenvs/Sokoban-v0"])
+    first, second = (cli.run_dir(args, root=tmp_path) for _ in range(2))
+    assert first != second and all(Path(p).is_dir() for p in (first, second))
+    assert Path(first).name.startswith("Sokoban-v0-tiny-")
+    (Path(first) / "metrics.csv").write_text("iteration\n")
+    with pytest.raises(SystemExit):
+        cli.run_dir(cli.parse_args(["--out", first]), root=tmp_path)
+    assert f"--out {first} holds a run: --resume continues it" in capsys.readouterr().err
+    for flag in ("--resume", "--overwrite"):
+        assert cli.run_dir(cli.parse_args(["--out", first, flag]), root=tmp_path) == first
+    with pytest.raises(SystemExit):
+        cli.run_dir(cli.parse_args(["--resume"]), root=tmp_path)
+    assert "--resume needs --out" in capsys.readouterr().err
+
+
 @pytest.mark.slow  # about 25 s: a real (tiny) training run
 def test_train_llm_runs_a_user_method_on_a_user_env_id(tmp_path):
     """``--import`` loads the method, ``--env module:Id`` the env, end to end."""
