@@ -20,8 +20,10 @@ tree runs:
 After the run it checks (:func:`problems`) that every recorded object is still in place, that no
 module named like a standard or runner module was loaded from the tree, that no pytest hook came
 from a file of the tree other than a ``conftest.py``, that no trace/profile function is set and no
-other thread is still running, and writes ``{"body": ..., "mac": HMAC-SHA256(nonce, body)}`` with
-the descriptor from step 1, then leaves with ``os._exit`` (no ``atexit`` handler or finalizer of
+other thread is still running, that nothing else wrote into the report file, and that pytest
+did not stop with an internal error, and writes ``{"body": ..., "mac": HMAC-SHA256(nonce,
+body)}`` with the descriptor from step 1 (the body also names the file each recorded module came from), then
+leaves with ``os._exit`` (no ``atexit`` handler or finalizer of
 the tree runs after the report). It imports nothing from ``agentenvs``.
 
 This module holds :data:`PROTECTED`, :func:`snapshot`, :func:`problems`, :func:`write_report` and
@@ -38,7 +40,8 @@ from __future__ import annotations
 import os
 import sys
 
-_exit, _write, _close = os._exit, os.write, os.close  # bound before any code of the tree runs
+# Bound before any code of the tree runs:
+_exit, _pwrite, _close, _ftruncate, _fstat = os._exit, os.pwrite, os.close, os.ftruncate, os.fstat
 
 import atexit  # noqa: E402, F401 (standard modules the report path uses, imported before the tree)
 import hashlib  # noqa: E402
@@ -200,8 +203,10 @@ def write_report(fd: int, nonce: bytes, body: dict[str, Any]) -> None:
     text = _dumps(body, sort_keys=True, separators=(",", ":"))
     mac = _hmac_new(nonce, text.encode(), _sha256).hexdigest()
     data = _dumps({"body": text, "mac": mac}).encode()
-    while data:
-        data = data[_write(fd, data) :]
+    _ftruncate(fd, 0)
+    done = 0
+    while done < len(data):
+        done += _pwrite(fd, data[done:], done)
     _close(fd)
 
 
@@ -261,9 +266,14 @@ def main(argv: list[str]) -> None:
     except BaseException as error:  # noqa: BLE001 (SystemExit, KeyboardInterrupt from the tree)
         body, found, config = {}, [f"the run raised {type(error).__name__}"], None
     found += problems(taken, tree)
+    if _fstat(fd).st_size:
+        found.append("the code under test wrote into the report file")
+    if body.get("exitstatus") == 3:
+        found.append("pytest stopped with an internal error (the code under test raised out of it)")
     if config is not None:
         found += _hook_problems(config, tree)
     body["problems"] = found
+    body["origins"] = {name: vars(module).get("__file__") for name, (module, _) in taken.items()}
     write_report(fd, nonce, body)
     for stream in (sys.stdout, sys.stderr):
         try:
