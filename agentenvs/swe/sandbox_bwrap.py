@@ -149,7 +149,7 @@ class BwrapSandbox(_ProcessSandbox):
             self._drop += "--inh-caps=-all --bounding-set=-all "
         etc = _etc_copy()
         self._etc = os.fspath(etc)
-        self._cleanup_etc = weakref.finalize(self, etc.cleanup)
+        self._cleanup_etc = weakref.finalize(self, _remove_etc_copy, etc)
         self._prefix_args, path = self._static_args()
         self._cgroups = _memory_cgroups() if memory == "auto" else None
         self._env = {
@@ -302,7 +302,8 @@ def _etc_copy() -> Workspace:
     """A private copy of the :data:`ETC_ALLOWLIST` entries of ``/etc`` (and ``mtab``), bound as
     the sandbox's ``/etc``: one mount instead of one per entry keeps bwrap's start-up ~4 ms
     shorter. It is a :class:`~agentenvs.swe.workspace.Workspace` (its own tmpfs where this
-    process may mount, so no host path shows in the sandbox's mountinfo)."""
+    process may mount, so no host path shows in the sandbox's mountinfo) in a directory
+    ``agentenvs-etc-*`` of its own."""
     with tempfile.TemporaryDirectory(prefix="agentenvs-etc-") as etc:
         for name in ETC_ALLOWLIST:
             source, target = f"/etc/{name}", os.path.join(etc, name)
@@ -314,4 +315,16 @@ def _etc_copy() -> Workspace:
             else:
                 shutil.copy2(source, target, follow_symlinks=False)
         os.symlink("../proc/self/mounts", os.path.join(etc, "mtab"))
-        return Workspace(etc, max_bytes=64 * 2**20)
+        parent = tempfile.mkdtemp(prefix="agentenvs-etc-")
+        try:
+            return Workspace(etc, parent=parent, max_bytes=64 * 2**20)
+        except BaseException:
+            os.rmdir(parent)
+            raise
+
+
+def _remove_etc_copy(etc: Workspace) -> None:
+    """Remove the ``/etc`` copy and the directory :func:`_etc_copy` made for it."""
+    etc.cleanup()
+    if etc.parent is not None:
+        shutil.rmtree(etc.parent, ignore_errors=True)
