@@ -288,13 +288,27 @@ def test_disk_watchdog_without_tmpfs(
 # --- no host path inside -------------------------------------------------------------------------
 
 
+#: Everything of ``/proc`` inside that could name a host path: every process's command line and
+#: environment (bwrap's own included: PID 1), the mount tables, and the working directory.
+PROC_DUMP = (
+    "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; tr '\\0' ' ' < $p/environ; echo;"
+    " done 2>/dev/null; cat /proc/self/mountinfo /proc/mounts; pwd -P"
+)
+
+
 @needs_tmpfs
-def test_no_host_path_in_mountinfo(box: BwrapSandbox, workspace: Workspace) -> None:
+def test_no_host_path_in_proc(box: BwrapSandbox, workspace: Workspace) -> None:
+    """Neither the workspace's nor the ``/etc`` copy's host path shows anywhere in ``/proc``
+    inside (issue 41: ``/proc/1/cmdline`` held bwrap's whole command line, mountinfo the
+    ``/etc`` copy's path): bwrap reads its options from a descriptor, and both are tmpfs roots."""
     assert box.caps.host_paths_hidden
-    result = box.run("cat /proc/self/mountinfo /proc/mounts; pwd -P", workspace)
+    result = box.run(PROC_DUMP, workspace)
     assert result.exit_code == 0 and "/testbed" in result.stdout
-    for leak in (str(workspace.path), workspace.path.name, workspace.path.parent.name):
-        assert leak not in result.stdout
+    assert "bwrap --args 3 bash -c" in result.stdout  # PID 1's command line: no options
+    etc = Path(box._etc)
+    leaks = (str(workspace.path), workspace.path.name, workspace.path.parent.name, str(etc))
+    for leak in (*leaks, etc.name, etc.parent.name, "agentenvs-"):
+        assert leak not in result.stdout, leak
 
 
 @needs_tmpfs
