@@ -1,4 +1,4 @@
-"""The grading entry point inside the sandbox (docs/swe.md, "Grading", 4-6).
+"""The grading entry point inside the sandbox (docs/swe.md, "Grading", 4, 6 and 7).
 
 Grading copies this file (as ``agentenvs_grade.py``), :mod:`agentenvs.swe.report_plugin` and
 :mod:`agentenvs.swe.plain_runner` into a private read-only directory of the sandbox and runs::
@@ -19,12 +19,12 @@ tree runs:
 
 After the run it checks (:func:`problems`) that every recorded object is still in place, that no
 module named like a standard or runner module was loaded from the tree, that no pytest hook came
-from a file of the tree other than a ``conftest.py``, that no trace/profile function is set and no
-other thread is still running, that nothing else wrote into the report file, and that pytest
-did not stop with an internal error, and writes ``{"body": ..., "mac": HMAC-SHA256(nonce,
-body)}`` with the descriptor from step 1 (the body also names the file each recorded module came from), then
-leaves with ``os._exit`` (no ``atexit`` handler or finalizer of
-the tree runs after the report). It imports nothing from ``agentenvs``.
+from a file of the tree other than a ``conftest.py``, that no trace/profile function is set and
+no other thread is still running, that nothing else wrote into the report file and that pytest
+did not stop with an internal error. It then writes ``{"body": ..., "mac": HMAC-SHA256(nonce,
+body)}`` with the descriptor from step 1 (the body also names the file each recorded module came
+from) and leaves with ``os._exit``: no ``atexit`` handler or finalizer of the tree runs after the
+report. It imports nothing from ``agentenvs``.
 
 This module holds :data:`PROTECTED`, :func:`snapshot`, :func:`problems`, :func:`write_report` and
 :func:`main`.

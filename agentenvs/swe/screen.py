@@ -35,7 +35,10 @@ FLAGGED = {
     "interpreter internals": (
         r"\bsys\s*\.\s*(?:settrace|setprofile|addaudithook|_getframe|meta_path|path_hooks)\b"
         r"|\bgc\s*\.\s*get_(?:objects|referrers|referents)\b|/proc/self/mem"
+        r"|\binspect\s*\.\s*(?:currentframe|stack|getouterframes)\b"
+        r"|\b(?:tb_frame|f_back|f_locals|f_globals)\b"
     ),
+    "killing the process": r"\bos\s*\.\s*kill\b|\bsignal\s*\.\s*(?:raise_signal|pthread_kill)\b",
 }
 #: Top-level module names a submission may not add a file for: the standard library's and the
 #: test runner's.
