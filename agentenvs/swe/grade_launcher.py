@@ -137,7 +137,8 @@ def snapshot(names: list[str]) -> dict[str, tuple[Any, dict[str, dict[str, Any]]
 
 
 def _under(path: object, root: str) -> bool:
-    if not isinstance(path, str):
+    """Whether ``path`` is an absolute path inside ``root`` (after resolving links)."""
+    if not isinstance(path, str) or not os.path.isabs(path):
         return False
     real = os.path.realpath(path)
     return real == root or real.startswith(root.rstrip("/") + "/")
@@ -187,14 +188,14 @@ def problems(taken: dict[str, tuple[Any, dict[str, dict[str, Any]]]], tree: str)
 
 
 def _hook_problems(config: Any, tree: str) -> list[str]:
-    """Hooks registered from a file of ``tree`` that is not a ``conftest.py``."""
+    """Hooks registered from anything but a file outside ``tree`` or a ``conftest.py`` in it."""
     found = []
     for caller in list(vars(config.pluginmanager.hook).values()):
         for impl in getattr(caller, "get_hookimpls", list)():
-            code = getattr(impl.function, "__code__", None)
-            filename = getattr(code, "co_filename", None)
-            if _under(filename, tree) and os.path.basename(filename) != "conftest.py":
-                found.append(f"a pytest hook was registered from {filename}")
+            filename = _origin(impl.function)
+            conftest = _under(filename, tree) and os.path.basename(filename or "") == "conftest.py"
+            if not conftest and not _trusted(impl.function, tree):
+                found.append(f"a pytest hook was registered from {filename or 'unknown code'}")
     return sorted(set(found))
 
 
