@@ -1,4 +1,4 @@
-"""A static screen of the submission's diff for grader tampering (docs/swe.md, "Grading", 7).
+"""A static screen of the submission's diff for grader tampering (docs/swe.md, "Grading", 8).
 
 This module holds :data:`FLAGGED` (what an added line may not touch) and :func:`screen_diff`,
 which names the first flagged line, or a file named like a standard or test-runner module (it
