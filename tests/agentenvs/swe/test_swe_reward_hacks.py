@@ -4,9 +4,10 @@ writer, late writers (``atexit``, ``__del__``, threads, ``os._exit``), writes un
 foreign plugins.
 
 Each attack leaves the bug of the golden ``textkit`` task unfixed and must earn reward 0 with a
-``grading_error``, and the next episode must be clean. :data:`ATTACKS` is importable (a
-checkout of the code before issue 35 earns reward 1.0 with most of them; docs/swe.md says
-which). Through ``SWEEnv`` the static diff screen stops most of them first, so
+``grading_error``, and the next episode must be clean. :data:`ATTACKS` is importable; before
+issue 35, 16 of these 22 earned reward 1.0 (all but the ``del_writer`` and the shadows of
+``os``, ``io``, ``atexit``, ``importlib`` and ``pathlib``, which never loaded or never wrote).
+Through ``SWEEnv`` the static diff screen stops most of them first, so
 :func:`test_the_runner_catches_hacks_without_the_screen` grades the same trees directly with
 :func:`~agentenvs.swe.grading.grade` to show the isolated launcher's own checks.
 """
