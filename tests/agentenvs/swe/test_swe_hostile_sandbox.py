@@ -334,3 +334,33 @@ def test_local_sandbox_reports_its_weaker_caps() -> None:
     assert local.caps.memory == "rlimit" and not local.caps.host_paths_hidden
     assert local.caps.host_uid == os.geteuid()
     local.close()
+
+
+@needs_tmpfs
+def test_no_host_path_in_proc_at_grading(tmp_path: Path) -> None:
+    """During grading too (the launcher's files and the report directory are bound in): a test
+    that reads all of ``/proc`` finds no host directory of the env's and no ``agentenvs-`` name."""
+    from agentenvs.swe.grading import DEFAULT_TEST_COMMAND, grade
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_proc.py").write_text(
+        "import glob\n\n"
+        "def test_proc():\n"
+        "    text = ''\n"
+        "    for name in glob.glob('/proc/[0-9]*/cmdline') + glob.glob('/proc/[0-9]*/environ'):\n"
+        "        try:\n"
+        "            text += open(name, 'rb').read().decode('utf-8', 'replace')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    text += open('/proc/self/mountinfo').read()\n"
+        f"    assert '/testbed' in text and 'agentenvs-' not in text and {str(tmp_path)!r} not in text\n"
+    )
+    box = BwrapSandbox()
+    try:
+        with Workspace(repo, parent=tmp_path) as ws:
+            command = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 " + DEFAULT_TEST_COMMAND
+            graded = grade(box, ws.path, ["tests/test_proc.py::test_proc"], [], command=command)
+    finally:
+        box.close()
+    assert graded.resolved, graded.log[-3000:]
