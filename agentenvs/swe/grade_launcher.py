@@ -29,10 +29,13 @@ report. It imports nothing from ``agentenvs``.
 This module holds :data:`PROTECTED`, :func:`snapshot`, :func:`problems`, :func:`write_report` and
 :func:`main`.
 
->>> sorted(snapshot(["json"]))[:1]
-['json']
->>> problems(snapshot(["json"]), "/nonexistent")
+>>> taken = snapshot(["json"])
+>>> [p for p in problems(taken, "/nonexistent") if p.startswith("json")]
 []
+>>> saved, json.dumps = json.dumps, lambda obj: "{}"
+>>> [p.split(" from ")[0] for p in problems(taken, "/nonexistent") if p.startswith("json")]
+['json.dumps was replaced']
+>>> json.dumps = saved
 """
 
 from __future__ import annotations
