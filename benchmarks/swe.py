@@ -18,12 +18,16 @@ Figures (medians; each row names what it is compared with):
   workspace, the withheld file written over it, outcomes parsed from the ``-rA`` log); target
   ratio at most 1.5x;
 * 8 concurrent sandboxes (threads, one workspace each, the test run above): throughput against
-  running the same 8 runs one after the other.
+  running the same 8 runs one after the other;
+* ``--compare-grading PATH``: grading the same gold patch with this checkout against another
+  checkout of agentenvs at ``PATH`` (e.g. ``main`` in a ``git worktree``), one worker process
+  each, gradings alternating between them so both see the same load; target ratio at most 1.5x.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -156,6 +160,64 @@ def grading(n: int) -> None:
     env.close()
 
 
+#: A grading worker: with the checkout under test on ``PYTHONPATH``, it grades the gold patch of
+#: the first withheld-test task once per line read, and prints the milliseconds it took.
+_GRADING_WORKER = """
+import sys, time
+from agentenvs.swe.env import SWEEnv
+from agentenvs.swe.task import embedded_tasks
+task = next(t for t in embedded_tasks("test") if t.test_files_hidden)
+env = SWEEnv([task], split="test", sandbox="bwrap", max_steps=10**6)
+env.reset()
+apply = "git apply <<'EOF'\\n" + task.patch + "EOF"
+obs, *_ = env.step("<function=execute_bash>\\n<parameter=cmd>" + apply + "</parameter>\\n</function>")
+assert obs.startswith("Exit code: 0"), obs
+print("ready", flush=True)
+for _ in sys.stdin:
+    start = time.perf_counter()
+    assert env._grade_copy(task.FAIL_TO_PASS, task.PASS_TO_PASS).resolved
+    print(1000 * (time.perf_counter() - start), flush=True)
+env.close()
+"""
+
+
+def compare_grading(other: Path, n: int) -> None:
+    """Median grading time of this checkout against the checkout at ``other``, alternating."""
+    here = Path(__file__).resolve().parents[1]
+    workers = {}
+    for name, root in (("other", other.resolve()), ("this", here)):
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        workers[name] = subprocess.Popen(
+            [sys.executable, "-c", _GRADING_WORKER],
+            cwd=root,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+    times: dict[str, list[float]] = {"other": [], "this": []}
+    try:
+        for proc in workers.values():
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        for k in range(n + 1):  # the first round warms up
+            for name, proc in workers.items():
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write("\n")
+                proc.stdin.flush()
+                ms = float(proc.stdout.readline())
+                if k:
+                    times[name].append(ms)
+    finally:
+        for proc in workers.values():
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait(timeout=60)
+    this, that = statistics.median(times["this"]), statistics.median(times["other"])
+    print(f"\nGrading the gold patch: this checkout against {other} ({n} alternating runs each)")
+    row("this checkout", this, "the other checkout", that)
+    print(f"  grading time ratio this/other: {this / that:.2f}x (target <= 1.5x)")
+
+
 def test_runs(n: int, workers: int) -> None:
     tasks = embedded_tasks("test")
     task = tasks[0]
@@ -219,8 +281,17 @@ def main(argv: list[str] | None = None) -> None:
         "--only-grading", action="store_true", help="print the grading figure alone"
     )
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument(
+        "--compare-grading",
+        type=Path,
+        metavar="PATH",
+        help="print only this checkout's grading time against the checkout at PATH",
+    )
     args = parser.parse_args(argv)
     print("\n== SWE ==")
+    if args.compare_grading is not None:
+        compare_grading(args.compare_grading, args.gradings)
+        return
     if args.only_grading:
         grading(args.gradings)
         return

@@ -3,9 +3,11 @@ mini-swe-agent's tool protocols), offline on generated tasks or on SWE-bench-for
 
 Modules: :mod:`~agentenvs.swe.env` (``SWEEnv``, ``agentenvs/SWE-v0``), :mod:`~agentenvs.swe.r2e`
 (with :mod:`~agentenvs.swe.r2e_files`) and :mod:`~agentenvs.swe.mini` (the two toolsets and their
-exact output strings), :mod:`~agentenvs.swe.sandbox` (bubblewrap, local fallback, Docker; its parts
-in the ``sandbox_*`` modules) and :mod:`~agentenvs.swe.workspace` (per-episode repository copies),
-:mod:`~agentenvs.swe.grading` (test outcomes and the resolved rule), :mod:`~agentenvs.swe.signature`
+exact output strings), :mod:`~agentenvs.swe.sandbox` (bubblewrap, the unisolated local sandbox by name only,
+Docker; its parts in the ``sandbox_*`` modules) and :mod:`~agentenvs.swe.workspace` (per-episode repository copies),
+:mod:`~agentenvs.swe.grading` (test outcomes and the resolved rule; what runs inside the sandbox
+at grading in :mod:`~agentenvs.swe.grade_launcher`, :mod:`~agentenvs.swe.report_plugin` and
+:mod:`~agentenvs.swe.plain_runner`; the diff screen in :mod:`~agentenvs.swe.screen`), :mod:`~agentenvs.swe.signature`
 (RTMC's action categories, action and state signatures; the bash reader in
 :mod:`~agentenvs.swe.signature_bash`), :mod:`~agentenvs.swe.task` (the task format and the
 SWE-bench / SWE-smith loaders), :mod:`~agentenvs.swe.snapshot` (buggy snapshots as git

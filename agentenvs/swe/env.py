@@ -23,18 +23,20 @@ This module holds :class:`SWEEnv`. One episode (docs/swe.md):
   ``fs_changes`` (the first :data:`MAX_INFO_FS_CHANGES`; ``fs_changes_truncated`` says whether
   more changed), ``rtmc_category``, ``action_key`` (RTMC's action signature), ``sandbox``, and at
   the end ``tests``, ``n_f2p_passed``, ``n_p2p_passed``, ``resolved``, ``grading_error`` (why the
-  submission is invalid, ``""`` when it was graded or the failure was not the policy's),
-  ``infra_error`` (why the host could not grade it: an ``OSError`` such as a full host temporary
-  directory, ``""`` when none) and ``patch`` (the workspace's diff against the snapshot, built
-  without running git over the workspace, cut at :data:`MAX_INFO_PATCH_CHARS` with
-  ``patch_truncated``); a submission whose changes are over ``max_diff_bytes`` is invalid, refused
-  before any diff is built. ``state_key`` is RTMC's state signature (its SHA-256 once over
-  :data:`MAX_STATE_KEY_CHARS`), so ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE
-  as is.
-* ``progress="on_change"`` adds ``info["progress"]``: the share of the FAIL_TO_PASS tests that pass
-  when the workspace is graded, re-run only after a step that changed files, scaled by
-  :data:`~agentenvs.core.progress.PENDING_SHARE`; 0 at reset and 1.0 or 0.0 once graded
-  (docs/swe.md, *Progress*). The default ``"off"`` leaves it out: each re-run costs a test run.
+  submission is invalid, ``""`` when it was graded or the failure was not the policy's; a diff the
+  static screen of :mod:`~agentenvs.swe.screen` flags is not graded), ``grading_unchecked``
+  (FAIL_TO_PASS ids the run without pytest could not run), ``infra_error`` (why the host could not
+  grade it: an ``OSError`` such as a full host temporary directory, ``""`` when none) and
+  ``patch`` (the workspace's diff against the snapshot, built without running git over the
+  workspace, cut at :data:`MAX_INFO_PATCH_CHARS` with ``patch_truncated``); a submission whose
+  changes are over ``max_diff_bytes`` is invalid, refused before any diff is built.
+  ``state_key`` is RTMC's state signature (its SHA-256 once over :data:`MAX_STATE_KEY_CHARS`), so
+  ``RolloutTreeCreditWrapper`` (``--credit rtmc``) works on SWE as is.
+* ``progress`` must be ``"off"``: ``info["progress"]`` is left out. A progress re-run of the
+  withheld tests would let the agent's code read them and answer one bit per step, and no
+  progress from the visible tests alone says anything about the fix (docs/swe.md, *Progress*).
+* Without a working bubblewrap the default ``sandbox="auto"`` raises; the unisolated
+  ``"local"`` sandbox runs only when named. ``info["isolation"]`` is ``Sandbox.caps.isolation``.
 
 Workspaces and grading copies are deleted when the episode ends, on ``reset`` and on ``close``;
 ``close`` also removes the sandbox's own files (the ``/etc`` copy), and a new env reclaims what
@@ -60,7 +62,6 @@ from typing import Any
 
 from agentenvs.core import TaskPanel, TextAgentEnv
 from agentenvs.core.parsing import ParsedAction
-from agentenvs.core.progress import pending_progress
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.spaces import TextSpace
 from agentenvs.swe import mini, r2e
@@ -78,6 +79,7 @@ from agentenvs.swe.prompts import (
 )
 from agentenvs.swe.reclaim import reclaim_stale
 from agentenvs.swe.sandbox import Sandbox, make_sandbox
+from agentenvs.swe.screen import screen_diff
 from agentenvs.swe.signature import SignatureState, SWESignature
 from agentenvs.swe.snapshot import MAX_DIFF_BYTES, DiffTooLarge, apply_diff, tree_diff
 from agentenvs.swe.task import Prepared, SWETask, embedded_tasks, prepare
@@ -95,8 +97,8 @@ __all__ = [
 
 #: ``toolset`` values.
 TOOLSETS = ("r2e", "mini")
-#: ``progress`` values: no ``info["progress"]``, or FAIL_TO_PASS re-run after file changes.
-PROGRESS_MODES = ("off", "on_change")
+#: ``progress`` values: ``info["progress"]`` is never given (see the module doc).
+PROGRESS_MODES = ("off",)
 
 #: Largest file the expert reads to place a gold edit, bytes.
 _EXPERT_MAX_BYTES = 8 * 2**20
@@ -132,8 +134,9 @@ class SWEEnv(TextAgentEnv[str]):
             ``None`` = the embedded generated panel (:func:`~agentenvs.swe.task.embedded_tasks`).
         split: the split ``reset`` draws from when no task id is given.
         toolset: ``"r2e"`` (default) or ``"mini"``.
-        sandbox: ``"auto"`` (bubblewrap when available, else the weaker local fallback with a
-            warning), ``"bwrap"``, ``"local"``, ``"docker"``, or a
+        sandbox: ``"auto"`` (bubblewrap; ``RuntimeError`` naming the apt package when it does
+            not work here), ``"bwrap"``, ``"local"`` (no isolation: the agent's commands run on
+            the host as this user; only for trusted agents), ``"docker"``, or a
             :class:`~agentenvs.swe.sandbox.Sandbox`.
         max_steps: step budget (R2E-Gym's absolute limit 50).
         command_timeout: seconds per command (wall); a timed-out command is reported, not fatal.
@@ -147,9 +150,8 @@ class SWEEnv(TextAgentEnv[str]):
             string exit codes, python-only views with auto-concise).
         step_budget_message: append R2E-Gym's ``Steps Remaining: k`` line to observations.
         invalid_action_penalty: reward of a call that does not parse is ``-invalid_action_penalty``.
-        progress: ``"off"`` (default: no ``info["progress"]``) or ``"on_change"`` (the FAIL_TO_PASS
-            tests re-run the way grading runs them after each step that changed files; one
-            test run each, about a second on the shipped tasks, see docs/swe.md, *Progress*).
+        progress: ``"off"``, the only value (no ``info["progress"]``; ``"on_change"`` was an
+            oracle on the withheld tests and raises ``ValueError`` saying so).
         max_diff_bytes: a submission whose new and changed files hold more bytes (or whose
             diff is longer) is invalid, refused before the diff is built; default 16 MiB
             (:data:`~agentenvs.swe.snapshot.MAX_DIFF_BYTES`).
@@ -180,6 +182,11 @@ class SWEEnv(TextAgentEnv[str]):
             raise RuntimeError("SWE-v0 needs git (task snapshots and patches): apt-get install git")
         if toolset not in TOOLSETS:
             raise ValueError(f"toolset must be one of {TOOLSETS}, got {toolset!r}")
+        if progress == "on_change":
+            raise ValueError(
+                "progress='on_change' was removed: re-running the withheld tests on the agent's "
+                "code lets that code read them and answer one bit per step (docs/swe.md, Progress)"
+            )
         if progress not in PROGRESS_MODES:
             raise ValueError(f"progress must be one of {PROGRESS_MODES}, got {progress!r}")
         task_list = list(embedded_tasks() if tasks is None else tasks)
@@ -204,6 +211,7 @@ class SWEEnv(TextAgentEnv[str]):
         self.toolset = toolset
         self._own_sandbox = isinstance(sandbox, str)
         self.sandbox = make_sandbox(sandbox) if isinstance(sandbox, str) else sandbox
+        self._isolation = self.sandbox.caps.isolation
         self.command_timeout = float(command_timeout)
         self.grading_timeout = float(grading_timeout)
         self.max_episode_seconds = float(max_episode_seconds)
@@ -213,7 +221,6 @@ class SWEEnv(TextAgentEnv[str]):
         self.step_budget_message = step_budget_message
         self.progress = progress
         self.max_diff_bytes = int(max_diff_bytes)
-        self._f2p_share = 0.0
         self._infra_error = ""
         self.signature = SWESignature()
         self.task: SWETask | None = None
@@ -246,7 +253,6 @@ class SWEEnv(TextAgentEnv[str]):
         template = R2E_INSTANCE_PROMPT if self.toolset == "r2e" else MINI_INSTANCE_PROMPT
         self._obs = template.format(problem_statement=issue_text(self.task.problem_statement))
         self._last, self._grade = {}, None
-        self._f2p_share = 0.0
         self._infra_error = ""
         self._finished = False
         self._refused = False
@@ -299,8 +305,6 @@ class SWEEnv(TextAgentEnv[str]):
             "action_key": self.signature.action_signature(call),
         }
         self._sig.update(call)
-        if changes and self.progress == "on_change":
-            self._f2p_share = self._measure_f2p_share()
         if not call.valid:
             self._format_ok, self._format_reason = False, _first_line(outcome.observation)
             return 0.0, False
@@ -318,18 +322,10 @@ class SWEEnv(TextAgentEnv[str]):
             return key
         return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def _progress(self) -> float | None:
-        """``None`` with ``progress="off"``; once graded, 1.0 if resolved else 0.0; before,
-        ``PENDING_SHARE`` times the FAIL_TO_PASS share of the last re-run (0 at reset)."""
-        if self.progress == "off":
-            return None
-        if self._grade is not None:
-            return float(self._grade.resolved)
-        return pending_progress(self._f2p_share)
-
     def _extra_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {
             "sandbox": self.sandbox.kind,
+            "isolation": self._isolation,
             "problem_statement": self.task.problem_statement if self.task else "",
             **self._last,
         }
@@ -342,6 +338,7 @@ class SWEEnv(TextAgentEnv[str]):
                 resolved=g.resolved,
                 grading_timed_out=g.timed_out,
                 grading_error=g.invalid,
+                grading_unchecked=list(g.unchecked),
             )
         if self._grade is not None or self._infra_error:
             info["infra_error"] = self._infra_error
@@ -358,8 +355,6 @@ class SWEEnv(TextAgentEnv[str]):
         if truncated and self.evaluate_on_truncation and self._grade is None:
             reward, self._won = self._finish()
             info.update(self._extra_info(), won=self._won)
-            if self.progress != "off":
-                info["progress"] = self._progress()
         if terminated or truncated:
             info["patch"], info["patch_truncated"] = self._patch()
             info["won"] = bool(self._won)
@@ -461,14 +456,6 @@ class SWEEnv(TextAgentEnv[str]):
         self._grade = self._grade_copy(self.task.FAIL_TO_PASS, self.task.PASS_TO_PASS)
         return float(self._grade.resolved), self._grade.resolved
 
-    def _measure_f2p_share(self) -> float:
-        """The share of the FAIL_TO_PASS tests that pass when the workspace is graded."""
-        assert self.task is not None
-        run = self._grade_copy(self.task.FAIL_TO_PASS, ())
-        if self._infra_error:  # the host failed: keep the last share
-            return self._f2p_share
-        return run.n_f2p_passed / max(run.n_f2p, 1)
-
     def _grade_copy(self, fail_to_pass: Sequence[str], pass_to_pass: Sequence[str]) -> Grade:
         """Run the given tests the way grading does: in a fresh copy of the clean snapshot (deleted
         after) with :meth:`_submission` and the ``test_patch`` applied, the withheld files
@@ -514,7 +501,11 @@ class SWEEnv(TextAgentEnv[str]):
         raised)."""
         assert self.task is not None
         try:
-            reason = apply_diff(tree, self._submission())
+            submission = self._submission()
+            reason = screen_diff(submission)
+            if reason:
+                return f"invalid submission: {reason}"
+            reason = apply_diff(tree, submission)
             if reason:
                 return f"the submission's diff did not apply: {reason}"
             if self.task.test_patch:

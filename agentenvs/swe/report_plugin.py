@@ -1,32 +1,40 @@
-"""The pytest plugin that reports test outcomes to the SWE grader (docs/swe.md, "Grading").
+"""The pytest plugin that records test outcomes for the SWE grader (docs/swe.md, "Grading").
 
-Grading copies this file, alone, into a private read-only directory of the sandbox (the
-``agentenvs`` package itself is hidden there) and loads it with ``-p agentenvs_pytest_report``; it
-writes one JSON object to the path in ``$AGENTENVS_REPORT`` (a directory outside ``/testbed``
-that only grading runs see) when the session ends::
+Grading copies this file, alone with :mod:`agentenvs.swe.grade_launcher` (which loads it and
+writes the report) and :mod:`agentenvs.swe.plain_runner`, into a private read-only directory of
+the sandbox (the ``agentenvs`` package itself is hidden there). :func:`run` runs
+``pytest.main(args)`` with this module as a plugin and returns::
 
-    {"outcomes": {node id: outcome}, "exitstatus": int}
+    ({"outcomes": {node id: outcome}, "exitstatus": int}, problems, config)
 
 Outcomes are those of the ``-rA`` summary: ``PASSED``, ``FAILED``, ``ERROR`` (a failing setup or
 teardown, also after a passed call), ``SKIPPED``, ``XFAIL``, ``XPASS``; a file that fails to
 collect is ``ERROR`` under its own id and its tests are missing. The test command's standard
-output is never read. The file imports nothing from ``agentenvs``.
+output is never read. ``problems`` is non-empty when the outcomes the hooks recorded differ
+from those in pytest's terminal reporter (two records a forger has to change alike). The file
+imports nothing from ``agentenvs``.
 
-This module holds the hooks :func:`pytest_runtest_logreport`, :func:`pytest_collectreport` and
-:func:`pytest_sessionfinish`, and :func:`outcome`, the outcome one report stands for.
+This module holds the hooks :func:`pytest_configure`, :func:`pytest_runtest_logreport` and
+:func:`pytest_collectreport`, :func:`outcome` (the outcome one report stands for),
+:func:`summary_outcomes` (the same from a terminal reporter's ``stats``) and :func:`run`.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
-__all__ = ["outcome", "pytest_collectreport", "pytest_runtest_logreport", "pytest_sessionfinish"]
+__all__ = [
+    "outcome",
+    "summary_outcomes",
+    "pytest_configure",
+    "pytest_collectreport",
+    "pytest_runtest_logreport",
+    "run",
+]
 
-#: Where the report goes, read once at import (before any test code runs).
-_PATH = os.environ.get("AGENTENVS_REPORT", "")
 _OUTCOMES: dict[str, str] = {}
+_CONFIGS: list[Any] = []
+_PHASES = {"setup": 0, "call": 1, "teardown": 2}
 
 
 def outcome(report: Any) -> str | None:
@@ -62,8 +70,49 @@ def pytest_collectreport(report: Any) -> None:
         _OUTCOMES[report.nodeid] = "ERROR"
 
 
-def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
-    """Write the report (nothing when ``$AGENTENVS_REPORT`` was not set)."""
-    if _PATH:
-        with open(_PATH, "w", encoding="utf-8") as handle:
-            json.dump({"outcomes": _OUTCOMES, "exitstatus": int(exitstatus)}, handle)
+def pytest_configure(config: Any) -> None:
+    """Keep the run's config (its plugin manager and terminal reporter are checked after)."""
+    _CONFIGS.append(config)
+
+
+def summary_outcomes(stats: dict[str, list[Any]]) -> dict[str, str]:
+    """The outcomes a terminal reporter's ``stats`` (category -> reports) stands for, by the
+    rules of :func:`outcome` (a later phase wins; a failed collection is ``ERROR``).
+
+    >>> from types import SimpleNamespace as R
+    >>> call = R(nodeid="t::a", when="call", outcome="passed")
+    >>> down = R(nodeid="t::a", when="teardown", outcome="failed")
+    >>> summary_outcomes({"error": [down], "passed": [call]})
+    {'t::a': 'ERROR'}
+    """
+    latest: dict[str, tuple[int, str]] = {}
+    for reports in stats.values():
+        for report in reports:
+            when = getattr(report, "when", None)
+            if when == "collect" or when is None:
+                if getattr(report, "failed", False):
+                    latest[report.nodeid] = (3, "ERROR")
+                continue
+            status = outcome(report)
+            phase = _PHASES.get(when, 1)
+            if status is not None and phase >= latest.get(report.nodeid, (-1, ""))[0]:
+                latest[report.nodeid] = (phase, status)
+    return {nodeid: status for nodeid, (_, status) in latest.items()}
+
+
+def run(args: list[str]) -> tuple[dict[str, Any], list[str], Any]:
+    """Run ``pytest.main(args)`` with this module as a plugin: the report body, the problems
+    found (hooks and terminal summary disagree) and the run's config (``None`` if it never got
+    one)."""
+    import sys
+
+    import pytest
+
+    exitstatus = pytest.main(args, plugins=[sys.modules[__name__]])
+    config = _CONFIGS[0] if _CONFIGS else None
+    found = []
+    reporter = config.pluginmanager.get_plugin("terminalreporter") if config else None
+    if reporter is not None and summary_outcomes(reporter.stats) != _OUTCOMES:
+        found.append("the outcomes recorded by the report plugin and by pytest's terminal differ")
+    body = {"outcomes": dict(_OUTCOMES), "exitstatus": int(exitstatus)}
+    return body, found, config

@@ -11,8 +11,9 @@ This module holds:
 * :class:`BwrapSandbox` - bubblewrap: read-only system, the workspace bound at ``/testbed``, no
   network, own PID namespace, an allowlisted ``/etc``, the host interpreter's prefixes read-only,
   an unprivileged host uid (also when the host process is root) and a memory cgroup per command.
-* :class:`LocalSandbox` - the fallback without isolation: rlimits, a cleared environment and
-  process-group killing only.
+* :class:`LocalSandbox` - no isolation (the agent's commands run on the host as this user):
+  rlimits, a cleared environment and process-group killing only; used only when asked for by
+  name.
 * :class:`DockerSandbox` - one long-lived container per sandbox (optional ``docker`` SDK).
 * :func:`bwrap_available`, :func:`make_sandbox` - pick and build a sandbox.
 * :class:`Bind` / :meth:`Sandbox.bound` - extra host directories for one run (grading's plugin
@@ -84,12 +85,14 @@ def bwrap_available() -> bool:
 
 
 def make_sandbox(kind: str = "auto", limits: Limits | None = None, **kwargs: Any) -> Sandbox:
-    """Build a sandbox of ``kind``: ``"auto"`` (bwrap if it works, else local with a warning),
-    ``"bwrap"``, ``"local"`` or ``"docker"``; ``kwargs`` go to the class.
+    """Build a sandbox of ``kind``: ``"auto"`` or ``"bwrap"`` (bubblewrap), ``"local"`` (no
+    isolation: the commands run on the host as this user, so a hostile agent can read and write
+    whatever this user can; only for trusted agents and tests) or ``"docker"``; ``kwargs`` go to
+    the class. ``"auto"`` never falls back to ``"local"``.
 
     Raises:
         ValueError: for an unknown ``kind``.
-        RuntimeError: for ``"bwrap"`` when bubblewrap does not work here.
+        RuntimeError: for ``"auto"``/``"bwrap"`` when bubblewrap does not work here.
     """
     factories: dict[str, Callable[..., Sandbox]] = {
         "bwrap": BwrapSandbox,
@@ -100,10 +103,10 @@ def make_sandbox(kind: str = "auto", limits: Limits | None = None, **kwargs: Any
         choices = ", ".join(repr(k) for k in SANDBOX_KINDS)
         raise ValueError(f"unknown sandbox kind {kind!r}; choose one of {choices}")
     if kind == "auto":
-        kind = "bwrap" if bwrap_available() else "local"
-    elif kind == "bwrap" and not bwrap_available():
+        kind = "bwrap"
+    if kind == "bwrap" and not bwrap_available():
         raise RuntimeError(
-            "bubblewrap is not installed or does not work here: apt-get install bubblewrap "
-            "(or use kind='local', which does not isolate)"
+            "SWE-v0 needs a working bubblewrap sandbox: apt-get install bubblewrap "
+            "(sandbox='local' runs the agent's commands on the host, unisolated)"
         )
     return factories[kind](limits, **kwargs)

@@ -113,14 +113,19 @@ class Caps:
         disk: ``"tmpfs"`` (workspaces are their own size- and inode-capped tmpfs, plus the
             watchdog) or ``"watchdog"`` (the tree is measured every 0.1 s or more, so a fast
             writer may overshoot by what it writes in that time).
-        host_paths_hidden: whether the workspace's host path is invisible inside (a tmpfs
-            workspace shows no host path in ``/proc/self/mountinfo``).
+        host_paths_hidden: whether no host path of the env's own directories (workspace,
+            ``/etc`` copy, grading files) shows inside, in ``/proc/1/cmdline`` or
+            ``/proc/self/mountinfo`` (each is its own tmpfs).
+        isolation: what confines the commands: ``"namespaces"`` (bubblewrap: own mount, PID,
+            network, IPC and UTS namespaces, read-only system), ``"container"`` (Docker) or
+            ``"none"`` (the local sandbox: the host itself, as this user).
     """
 
     host_uid: int | None
     memory: str
     disk: str
     host_paths_hidden: bool
+    isolation: str = "none"
 
 
 def _format_size(n: int) -> str:

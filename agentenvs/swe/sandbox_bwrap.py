@@ -7,6 +7,11 @@ This module holds:
   read-only, an unprivileged host uid and a memory cgroup per command.
 * the helpers that build its ``bwrap`` arguments (the package and cache paths hidden under a
   bound prefix, binds, the ``/etc`` copy).
+
+No host path of the env's own shows inside where this process may mount (root): bwrap reads its
+arguments from a descriptor (``--args``), so ``/proc/1/cmdline`` reads ``bwrap --args 3``, and the
+``/etc`` copy, like every workspace, is its own tmpfs, so ``/proc/self/mountinfo`` shows no
+directory of the host for it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from agentenvs.swe.sandbox_memory import _init_pid, _memory_cgroups, _NamespaceC
 from agentenvs.swe.sandbox_process import _pidfd_open, _ProcessSandbox
 from agentenvs.swe.workspace import (
     SANDBOX_ID,
+    Workspace,
     own_tree,
     tmpfs_available,
 )
@@ -142,10 +148,9 @@ class BwrapSandbox(_ProcessSandbox):
                 raise RuntimeError("BwrapSandbox as root needs setpriv: apt-get install util-linux")
             self._drop = f"{setpriv} --reuid={uid} --regid={uid} --clear-groups "
             self._drop += "--inh-caps=-all --bounding-set=-all "
-        self._etc = _etc_copy()
-        self._cleanup_etc: weakref.finalize | None = weakref.finalize(
-            self, shutil.rmtree, self._etc, True
-        )
+        etc = _etc_copy()
+        self._etc = os.fspath(etc)
+        self._cleanup_etc = weakref.finalize(self, _remove_etc_copy, etc)
         self._prefix_args, path = self._static_args()
         self._cgroups = _memory_cgroups() if memory == "auto" else None
         self._env = {
@@ -164,6 +169,7 @@ class BwrapSandbox(_ProcessSandbox):
             memory="cgroup" if self._cgroups is not None else "watchdog",
             disk="tmpfs" if tmpfs_available() else "watchdog",
             host_paths_hidden=tmpfs_available(),
+            isolation="namespaces",
         )
 
     def _static_args(self) -> tuple[list[str], list[str]]:
@@ -193,17 +199,19 @@ class BwrapSandbox(_ProcessSandbox):
         return (args + ["--cap-drop", "ALL"] if self.user is None else args), path
 
     @contextlib.contextmanager
-    def _resources(self, workspace: str) -> Iterator[str | None]:
-        """The command's memory cgroup (its path), if any; a workspace that the sandbox user
-        does not own is given to it first."""
+    def _resources(self, workspace: str) -> Iterator[tuple[str | None, int]]:
+        """The command's memory cgroup (its path), if any, and a memory file for bwrap's
+        arguments; a workspace that the sandbox user does not own is given to it first."""
         if self.user is not None and os.stat(workspace).st_uid != self.user[0]:
             own_tree(workspace, self.user)
         cgroup = None
+        args = os.memfd_create("agentenvs-bwrap-args")
         try:
             if self._cgroups is not None:
                 cgroup = self._cgroups.create(self.limits.memory_bytes)
-            yield cgroup
+            yield cgroup, args
         finally:
+            os.close(args)
             if cgroup is not None and self._cgroups is not None:
                 self._cgroups.remove(cgroup)
 
@@ -213,29 +221,37 @@ class BwrapSandbox(_ProcessSandbox):
         workspace: str,
         env: Mapping[str, str] | None,
         timeout: float,
-        resources: str | None,
+        resources: tuple[str | None, int],
     ) -> tuple[list[str], str | None, dict[str, str]]:
-        argv = list(self._prefix_args)
-        if resources is not None:  # join the memory cgroup, then become bwrap
-            procs = os.path.join(resources, "cgroup.procs")
-            argv[:0] = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
-        argv += ["--bind", workspace, "/testbed"]
+        cgroup, args_fd = resources
+        args = list(self._prefix_args[1:])
+        args += ["--bind", workspace, "/testbed"]
         # Remount the sandbox's root and /dev read-only last: writes there would fill RAM.
-        argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
+        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
         for key, value in {**self._env, **(env or {})}.items():
-            argv += ["--setenv", key, value]
+            args += ["--setenv", key, value]
         # cd before the drop: bwrap's own chdir comes after it gave up the capabilities.
         script = f"{self.limits.ulimit(timeout)} && cd /testbed || exit 126; "
         script += f'exec {self._drop}bash -c "$1"'
-        return argv + ["bash", "-c", script, "bash", command], None, {}
+        os.ftruncate(args_fd, 0)
+        os.pwrite(args_fd, b"".join(os.fsencode(a) + b"\0" for a in args), 0)
+        # bwrap reads its options from descriptor 3, so its command line (PID 1's inside) shows
+        # none of the host paths; with a cgroup, the shell joins it first.
+        places = [f"/proc/{os.getpid()}/fd/{args_fd}"]  # shell variables, never exported
+        launch = 'a=$1; shift; exec "$0" --args 3 "$@" 3<"$a"'
+        if cgroup is not None:
+            places.append(os.path.join(cgroup, "cgroup.procs"))
+            launch = 'a=$1 p=$2; shift 2; echo $$ > "$p" && exec "$0" --args 3 "$@" 3<"$a"'
+        argv = ["/bin/sh", "-c", launch, self.bwrap, *places, "bash", "-c", script, "bash"]
+        return [*argv, command], None, {}
 
     def _probe(
-        self, process: subprocess.Popen[bytes], resources: str | None
+        self, process: subprocess.Popen[bytes], resources: tuple[str | None, int]
     ) -> Callable[[], str | None]:
         """Kill on an out-of-memory kill in the cgroup, too many processes, or (without a
         cgroup) too much summed resident memory."""
         counter, limits, cgroups = _NamespaceCounter(process.pid), self.limits, self._cgroups
-        cgroup = resources
+        cgroup = resources[0]
 
         def probe() -> str | None:
             if cgroup is not None and cgroups is not None and cgroups.oom_killed(cgroup):
@@ -290,20 +306,33 @@ def _bind_args(option: str, source: str, target: str) -> list[str]:
     return args + [option, source, target]
 
 
-def _etc_copy() -> str:
-    """A private directory holding copies of the :data:`ETC_ALLOWLIST` entries of ``/etc`` (and
-    ``mtab``), bound as the sandbox's ``/etc``: one mount instead of one per entry keeps bwrap's
-    start-up ~4 ms shorter."""
-    etc = tempfile.mkdtemp(prefix=tagged_prefix("etc"))
-    for name in ETC_ALLOWLIST:
-        source, target = f"/etc/{name}", os.path.join(etc, name)
-        if not os.path.lexists(source):
-            continue
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.isdir(source) and not os.path.islink(source):
-            shutil.copytree(source, target, symlinks=True)
-        else:
-            shutil.copy2(source, target, follow_symlinks=False)
-    os.symlink("../proc/self/mounts", os.path.join(etc, "mtab"))
-    os.chmod(etc, 0o755)
-    return etc
+def _etc_copy() -> Workspace:
+    """A private copy of the :data:`ETC_ALLOWLIST` entries of ``/etc`` (and ``mtab``), bound as
+    the sandbox's ``/etc``: one mount instead of one per entry keeps bwrap's start-up ~4 ms
+    shorter. It is a :class:`~agentenvs.swe.workspace.Workspace` (its own tmpfs where this
+    process may mount, so no host path shows in the sandbox's mountinfo) in a directory
+    ``agentenvs-etc-*`` of its own."""
+    with tempfile.TemporaryDirectory(prefix="agentenvs-etc-") as etc:
+        for name in ETC_ALLOWLIST:
+            source, target = f"/etc/{name}", os.path.join(etc, name)
+            if not os.path.lexists(source):
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if os.path.isdir(source) and not os.path.islink(source):
+                shutil.copytree(source, target, symlinks=True)
+            else:
+                shutil.copy2(source, target, follow_symlinks=False)
+        os.symlink("../proc/self/mounts", os.path.join(etc, "mtab"))
+        parent = tempfile.mkdtemp(prefix=tagged_prefix("etc"))
+        try:
+            return Workspace(etc, parent=parent, max_bytes=64 * 2**20)
+        except BaseException:
+            os.rmdir(parent)
+            raise
+
+
+def _remove_etc_copy(etc: Workspace) -> None:
+    """Remove the ``/etc`` copy and the directory :func:`_etc_copy` made for it."""
+    etc.cleanup()
+    if etc.parent is not None:
+        shutil.rmtree(etc.parent, ignore_errors=True)

@@ -71,6 +71,7 @@ class DockerSandbox(Sandbox):
             memory="cgroup",
             disk="tmpfs" if tmpfs_available() else "watchdog",
             host_paths_hidden=tmpfs_available(),
+            isolation="container",
         )
 
     def _container_for(self, workspace: str) -> Any:

@@ -234,7 +234,11 @@ _local_warned = False
 
 
 class LocalSandbox(_ProcessSandbox):
-    """Fallback without isolation: use only where bubblewrap and Docker are unavailable.
+    """No isolation (``sandbox="local"``, never chosen by default). DANGER: a hostile agent's
+    commands run on the host as this user and can read, change and delete whatever this user
+    can, reach the network and leave processes running; use it only with
+    trusted agents or in tests, never for RL with an untrusted policy. ``caps.isolation`` is
+    ``"none"``.
 
     The command runs on the host as the current user, with the rlimits of :class:`Limits`, in its
     own session, with ``cwd`` = the workspace itself (there is no ``/testbed``: commands must use
@@ -285,6 +289,7 @@ class LocalSandbox(_ProcessSandbox):
             memory="rlimit",
             disk="tmpfs" if tmpfs_available() else "watchdog",
             host_paths_hidden=False,
+            isolation="none",
         )
 
     def _popen_args(

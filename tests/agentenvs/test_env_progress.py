@@ -299,40 +299,17 @@ def textkit(tmp_path_factory):
     return load_task_dir(write_golden_task(root, instance_id="textkit", test_command=command))
 
 
-def test_swe_progress_reruns_the_failing_tests_after_changes(textkit):
+def test_swe_reports_no_progress(textkit):
+    """SWE gives no ``info["progress"]``: ``"on_change"`` was an oracle on the withheld tests and
+    is refused with the reason (docs/swe.md, *Progress*)."""
     from agentenvs.swe.env import SWEEnv
 
-    fix = "sed -i 's/range(1, len/range(0, len/' textkit/core.py"
-    unfix = "sed -i 's/range(0, len/range(1, len/' textkit/core.py"
-    script = [
-        "no call at all",
-        swe_call("execute_bash", cmd="ls"),
-        swe_call("execute_bash", cmd=fix),
-        swe_call("file_editor", command="view", path="/testbed/textkit/core.py"),
-        swe_call("execute_bash", cmd=unfix),
-        swe_call("execute_bash", cmd=fix),
-        swe_call("finish", command="submit"),
-    ]
-    env = SWEEnv([textkit], split="test", progress="on_change")
-    infos = play(env, script, "textkit")
-    env.close()
-    values = check_episode(infos)
-    assert values == [0.0, 0.0, 0.0, PENDING_SHARE, PENDING_SHARE, 0.0, PENDING_SHARE, 1.0]
-    assert not infos[1]["action_valid"] and infos[-1]["won"]
-    off = SWEEnv([textkit], split="test")
-    assert all("progress" not in i for i in play(off, script[2:3], "textkit"))
-    off.close()
+    with pytest.raises(ValueError, match="one bit per step"):
+        SWEEnv([textkit], split="test", progress="on_change")
     with pytest.raises(ValueError, match="progress must be one of"):
         SWEEnv([textkit], split="test", progress="always")
-
-
-def test_swe_graded_truncation_reports_the_outcome(textkit):
-    from agentenvs.swe.env import SWEEnv
-
-    env = SWEEnv(
-        [textkit], split="test", max_steps=1, evaluate_on_truncation=True, progress="on_change"
-    )
+    env = SWEEnv([textkit], split="test", max_steps=1, evaluate_on_truncation=True)
     fix = "sed -i 's/range(1, len/range(0, len/' textkit/core.py"
     infos = play(env, [swe_call("execute_bash", cmd=fix)], "textkit")
     env.close()
-    assert check_episode(infos) == [0.0, 1.0]
+    assert all("progress" not in i for i in infos) and infos[-1]["won"]

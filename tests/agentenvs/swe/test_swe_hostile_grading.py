@@ -21,7 +21,7 @@ from agentenvs.swe import sandbox_bwrap
 from agentenvs.swe.env import SWEEnv
 from agentenvs.swe.grading import DEFAULT_TEST_COMMAND, grade, run_tests
 from agentenvs.swe.sandbox import BwrapSandbox, bwrap_available
-from agentenvs.swe.task import SWETask, embedded_tasks, load_task_dir, prepare
+from agentenvs.swe.task import SWETask, embedded_tasks, load_task_dir
 from agentenvs.swe.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
@@ -173,20 +173,38 @@ def test_linked_withheld_file_and_conftest_write_nothing_on_the_host(env, tmp_pa
     assert_next_episode_clean(env, HIDDEN_TASK)
 
 
-def test_on_change_progress_never_shows_the_withheld_tests():
-    """The agent links ``tests`` to its own workspace's host path (as if it had learnt it): the
-    progress re-run after that step must not write the withheld file there."""
+#: Package code that, whenever the tests are run, fails at import iff bit ``bit.txt`` of the
+#: withheld test file is 0: the one-bit channel issue 35 found through ``progress="on_change"``.
+ONE_BIT = """
+import os as _os
+try:
+    _data = open("/testbed/tests/test_ttl.py", "rb").read()
+    _i = int(open("/testbed/bit.txt").read())
+    if not (_data[_i // 8] >> (_i % 8)) & 1:
+        raise ImportError("bit is 0")
+except (OSError, ValueError):
+    pass
+"""
+
+
+def test_the_one_bit_channel_on_the_withheld_tests_recovers_nothing():
+    """The probe reads one bit of the withheld file per step whenever the tests run; the env
+    runs nothing of them before ``finish`` (``progress="on_change"`` is refused), so 24 steps
+    show the policy nothing that depends on the file: no ``progress``, no test outcome."""
     task = next(t for t in embedded_tasks("test") if t.instance_id == HIDDEN_TASK)
-    hidden = prepare(task).hidden["tests/test_ttl.py"].decode()
-    needle = next(line.strip() for line in hidden.splitlines() if line.startswith("def test_"))
-    env = SWEEnv([task], split="test", sandbox="bwrap", progress="on_change")
+    with pytest.raises(ValueError, match="one bit per step"):
+        SWEEnv([task], split="test", sandbox="bwrap", progress="on_change")
+    env = SWEEnv([task], split="test", sandbox="bwrap")
     try:
         env.reset()
-        host = env._workspace.path  # type: ignore[union-attr]
-        *_, info = env.step(bash(f"mkdir leak && rm -rf tests && ln -s {host}/leak tests"))
-        assert info["progress"] == 0.0
-        obs, *_ = env.step(bash(f"ls -A leak; grep -rF '{needle}' /testbed /tmp; echo END"))
-        assert stdout(obs) == "END", obs
+        plant = f"cat >> cachebox/__init__.py <<'EOF'\n{ONE_BIT}EOF"
+        env.step(bash(plant))
+        seen = []
+        for i in range(24):
+            obs, reward, terminated, truncated, info = env.step(bash(f"echo {i} > bit.txt"))
+            assert info["fs_changes"] and not (terminated or truncated) and reward == 0.0
+            seen.append({k: v for k, v in info.items() if k in ("progress", "tests", "resolved")})
+        assert seen == [{}] * 24
     finally:
         env.close()
 

@@ -368,10 +368,14 @@ def test_a_killed_owner_leaves_nothing_mounted(textkit_dir, textkit_task, privat
         assert str(workspace.resolve()) in mounted_under(private_tmp)  # what a kill leaves
         fresh = make_env(textkit_task)
         fresh.close()
-        assert mounted_under(private_tmp) == [str(live._workspace.path.resolve())]
+        # the live owner's workspace and /etc copy (a tmpfs in a directory of its own) stay
+        etc = Path(live.sandbox._etc).resolve()
+        assert sorted(mounted_under(private_tmp)) == sorted(
+            [str(live._workspace.path.resolve()), str(etc)]
+        )
         assert not workspace.exists()
         left = sorted(p.name for p in private_tmp.iterdir())
-        assert left == sorted([live._workspace.path.name, os.path.basename(live.sandbox._etc)])
+        assert left == sorted([live._workspace.path.name, etc.parent.name])
     finally:
         child.kill()
         child.wait()

@@ -288,13 +288,27 @@ def test_disk_watchdog_without_tmpfs(
 # --- no host path inside -------------------------------------------------------------------------
 
 
+#: Everything of ``/proc`` inside that could name a host path: every process's command line and
+#: environment (bwrap's own included: PID 1), the mount tables, and the working directory.
+PROC_DUMP = (
+    "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; tr '\\0' ' ' < $p/environ; echo;"
+    " done 2>/dev/null; cat /proc/self/mountinfo /proc/mounts; pwd -P"
+)
+
+
 @needs_tmpfs
-def test_no_host_path_in_mountinfo(box: BwrapSandbox, workspace: Workspace) -> None:
+def test_no_host_path_in_proc(box: BwrapSandbox, workspace: Workspace) -> None:
+    """Neither the workspace's nor the ``/etc`` copy's host path shows anywhere in ``/proc``
+    inside (issue 41: ``/proc/1/cmdline`` held bwrap's whole command line, mountinfo the
+    ``/etc`` copy's path): bwrap reads its options from a descriptor, and both are tmpfs roots."""
     assert box.caps.host_paths_hidden
-    result = box.run("cat /proc/self/mountinfo /proc/mounts; pwd -P", workspace)
+    result = box.run(PROC_DUMP, workspace)
     assert result.exit_code == 0 and "/testbed" in result.stdout
-    for leak in (str(workspace.path), workspace.path.name, workspace.path.parent.name):
-        assert leak not in result.stdout
+    assert "bwrap --args 3 bash -c" in result.stdout  # PID 1's command line: no options
+    etc = Path(box._etc)
+    leaks = (str(workspace.path), workspace.path.name, workspace.path.parent.name, str(etc))
+    for leak in (*leaks, etc.name, etc.parent.name, f"{tempfile.gettempdir()}/agentenvs-"):
+        assert leak not in result.stdout, leak
 
 
 @needs_tmpfs
@@ -320,3 +334,34 @@ def test_local_sandbox_reports_its_weaker_caps() -> None:
     assert local.caps.memory == "rlimit" and not local.caps.host_paths_hidden
     assert local.caps.host_uid == os.geteuid()
     local.close()
+
+
+@needs_tmpfs
+def test_no_host_path_in_proc_at_grading(tmp_path: Path) -> None:
+    """During grading too (the launcher's files and the report directory are bound in): a test
+    that reads all of ``/proc`` finds no host directory of the env's."""
+    from agentenvs.swe.grading import DEFAULT_TEST_COMMAND, grade
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_proc.py").write_text(
+        "import glob\n\n"
+        "def test_proc():\n"
+        "    text = ''\n"
+        "    for name in glob.glob('/proc/[0-9]*/cmdline') + glob.glob('/proc/[0-9]*/environ'):\n"
+        "        try:\n"
+        "            text += open(name, 'rb').read().decode('utf-8', 'replace')\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    text += open('/proc/self/mountinfo').read()\n"
+        f"    assert '/testbed' in text and {tempfile.gettempdir() + '/agentenvs-'!r} not in text\n"
+        f"    assert {str(tmp_path)!r} not in text\n"
+    )
+    box = BwrapSandbox()
+    try:
+        with Workspace(repo, parent=tmp_path) as ws:
+            command = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 " + DEFAULT_TEST_COMMAND
+            graded = grade(box, ws.path, ["tests/test_proc.py::test_proc"], [], command=command)
+    finally:
+        box.close()
+    assert graded.resolved, graded.log[-3000:]

@@ -404,18 +404,30 @@ def test_background_processes_do_not_survive(
 def test_make_sandbox_choices() -> None:
     with pytest.raises(ValueError, match="'auto', 'bwrap', 'local', 'docker'"):
         make_sandbox("podman")
+    if bwrap_available():
+        box = make_sandbox()
+        assert box.kind == "bwrap" and box.caps.isolation == "namespaces"
+        assert box.limits == Limits() and box.isolated
+        box.close()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        box = make_sandbox()
-    assert box.kind == ("bwrap" if bwrap_available() else "local")
-    assert box.limits == Limits() and box.isolated == (box.kind == "bwrap")
-    box.close()
+        local = make_sandbox("local")
+    assert local.caps.isolation == "none" and not local.isolated
+    local.close()
 
 
 def test_bwrap_missing_is_reported(monkeypatch) -> None:
+    """Without a working bubblewrap nothing falls back to the unisolated local sandbox: the
+    default kind and ``gym.make("agentenvs/SWE-v0")`` raise one line naming the apt package."""
+    import gymnasium as gym
+
     monkeypatch.setattr(sandbox_module, "bwrap_available", lambda: False)
+    for kind in ("auto", "bwrap"):
+        with pytest.raises(RuntimeError, match="apt-get install bubblewrap") as raised:
+            make_sandbox(kind)
+        assert "\n" not in str(raised.value)
     with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
-        make_sandbox("bwrap")
+        gym.make("agentenvs/SWE-v0")
     with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
         BwrapSandbox(bwrap="no-such-bwrap-binary")
 
