@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 import agentenvs
 from agentenvs.core import EpisodeMemory, Step, TaskPanel, TextAgentEnv, Trajectory, text_space
@@ -301,6 +302,44 @@ def test_env_module_id_finds_a_module_in_the_current_directory(tmp_path, monkeyp
     finally:
         gym.registry.pop("user_envs/Counter-v0", None)
         sys.modules.pop("my_envs", None)
+
+
+def _doc_example() -> str:
+    """The python block of docs/custom-env.md's complete example."""
+    doc = (ROOT / "docs" / "custom-env.md").read_text()
+    section = doc.split("## 3. A complete example", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.slow  # a real (tiny) training run: ~20 s idle, 2 minutes on a loaded machine
+def test_the_docs_complete_example_env_trains(tmp_path, monkeypatch, capsys):
+    """docs/custom-env.md's example, written to ``walk_env.py`` in the current directory, passes
+    Gymnasium's checker, its expert wins, and the page's command trains it for one iteration."""
+    (tmp_path / "walk_env.py").write_text(_doc_example())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    cli = pytest.importorskip("learners.llm.cli")
+    try:
+        cli.import_user_modules(
+            ["--env", "walk_env:walk/Walk-v0"]
+        )  # puts the directory on the path
+        env = gym.make("walk_env:walk/Walk-v0")
+        check_env(env.unwrapped, skip_render_check=True)
+        obs, info = env.reset(options={"task_id": "0-3"})
+        for _ in range(3):
+            move = env.unwrapped.expert_action()
+            obs, reward, terminated, *_ = env.step(f"<think></think><action>{move}</action>")
+        assert terminated and reward == 1.0 and "cell 3" in obs
+        flags = ["--env", "walk_env:walk/Walk-v0", "--warm-start", "demo"]
+        flags += ["--warm-start-steps", "20", "--iterations", "1", "--groups", "2"]
+        flags += ["--group-size", "2", "--eval-tasks", "4", "--no-progress", "--export", "none"]
+        assert cli.main([*flags, "--threads", "1", "--out", str(tmp_path / "run")]) == 0
+        lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("test success")]
+        assert len(lines) == 2 and all("valid actions" in x for x in lines)
+        assert (tmp_path / "run" / "metrics.csv").exists()
+    finally:
+        gym.registry.pop("walk/Walk-v0", None)
+        sys.modules.pop("walk_env", None)
 
 
 def test_runs_never_overwrite_each_other(tmp_path, monkeypatch, capsys):
