@@ -31,10 +31,13 @@ if _missing("verl", "torch", "tensordict"):
     collect_ignore_glob += ["learners/verl.py", "tests/learners/test_reach_verl.py"]
 if _missing("trl", "torch", "transformers", "datasets"):
     collect_ignore_glob += ["learners/trl.py", "tests/learners/test_reach_trl.py"]
-if _missing("openenv", "uvicorn"):
+if _missing("openenv", "uvicorn", "websockets"):
     collect_ignore_glob += [
         "agentenvs/serve/openenv.py",
-        "tests/agentenvs/serve/test_reach_openenv.py",
+        "agentenvs/serve/guard.py",
+        "agentenvs/serve/sessions.py",
+        "tests/agentenvs/serve/test_reach_openenv*.py",
+        "tests/serve_abusers.py",
     ]
 if _missing("skyrl_gym"):
     collect_ignore_glob += [

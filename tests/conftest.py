@@ -13,10 +13,6 @@ import time
 import pytest
 import skip_budget
 
-#: Not collected for doctests: :mod:`serve_abusers` imports OpenEnv's client packages, which only
-#: the reach venv has (scripts/test_reach.sh).
-collect_ignore = ["serve_abusers.py"]
-
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register :mod:`skip_budget` (``$AGENTENVS_MAX_SKIPS``) unless ``-p skip_budget`` did."""
