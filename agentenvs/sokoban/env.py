@@ -15,8 +15,8 @@ above ``2**16``). A task id always gives the same room, in any process, on any m
 
 Curriculum: ``SokobanEnv(max_solution_steps=k)`` (also ``gym.make("agentenvs/Sokoban-v0",
 max_solution_steps=k)``) restricts both splits to rooms whose shortest solution takes at most ``k``
-moves: the first ``curriculum_size`` such rooms of each split in seed order (default 256 train, 64
-test), found with :func:`~agentenvs.sokoban.solver.solve` once per process and configuration.
+moves (and, with ``min_solution_steps=m``, at least ``m``): the first ``curriculum_size`` such rooms
+of each split in seed order (default 256 train, 64 test), found with :func:`~agentenvs.sokoban.solver.solve` once per process and configuration.
 
 The agent-facing prompts come from :meth:`SokobanEnv.agent_prompt` (:mod:`agentenvs.sokoban.prompts`).
 
@@ -84,8 +84,10 @@ def curriculum_task_ids(
     dim_room: tuple[int, int] = (6, 6),
     num_boxes: int = 1,
     search_depth: int = 30,
+    min_solution_steps: int = 1,
 ) -> tuple[str, ...]:
-    """The first ``count`` task ids of ``split`` (seed order) solvable in ``<= max_solution_steps``.
+    """The first ``count`` task ids of ``split`` (seed order) whose shortest solution takes
+    ``min_solution_steps`` to ``max_solution_steps`` moves.
 
     Deterministic and cached per process and configuration. Scanning costs ~2 ms per room; with a
     bound of 1 about one room in twelve qualifies, so the default 256 + 64 rooms take ~5-10 s once
@@ -94,16 +96,22 @@ def curriculum_task_ids(
 
     >>> curriculum_task_ids("train", 2, 3)
     ('seed-1', 'seed-3', 'seed-4')
+    >>> curriculum_task_ids("train", 4, 3, min_solution_steps=3)
+    ('seed-7', 'seed-8', 'seed-9')
     """
-    if max_solution_steps < 1:
-        raise ValueError(f"max_solution_steps must be >= 1, got {max_solution_steps}")
+    if not 1 <= min_solution_steps <= max_solution_steps:
+        raise ValueError(
+            f"need 1 <= min_solution_steps <= max_solution_steps, got {min_solution_steps} and "
+            f"{max_solution_steps}"
+        )
     if count < 1:
         raise ValueError(f"the curriculum needs at least one room per split, got {count}")
     ids = {"train": _TRAIN, "test": _TEST}[split]
     out: list[str] = []
     for task_id in ids:
         room = room_for_task(task_id, tuple(dim_room), num_boxes, search_depth)
-        if solve(room.fixed, room.state, max_depth=max_solution_steps) is not None:
+        solution = solve(room.fixed, room.state, max_depth=max_solution_steps)
+        if solution is not None and len(solution) >= min_solution_steps:
             out.append(task_id)
             if len(out) == count:
                 break
@@ -125,6 +133,8 @@ class SokobanEnv(TextAgentEnv):
         max_solution_steps: ``None`` (all rooms) or a curriculum bound ``k >= 1``: the ``train``
             and ``test`` splits hold only rooms whose shortest solution takes ``<= k`` moves (see
             :func:`curriculum_task_ids`); ``reset`` draws from them and other task ids are unknown.
+        min_solution_steps: with ``max_solution_steps``, also leave out rooms solved in fewer
+            moves (default 1: none left out), e.g. 2 for rooms that need 2-4 moves.
         curriculum_size: rooms per split under ``max_solution_steps``: one int for both splits or
             ``(train, test)``; default :data:`CURRICULUM_SIZE` ``(256, 64)``. Ignored without a bound.
         **kwargs: :class:`~agentenvs.core.TextAgentEnv` options (``split``,
@@ -146,6 +156,7 @@ class SokobanEnv(TextAgentEnv):
         visual: bool = False,
         compat: str | None = None,
         max_solution_steps: int | None = None,
+        min_solution_steps: int = 1,
         curriculum_size: int | tuple[int, int] = CURRICULUM_SIZE,
         **kwargs: Any,
     ) -> None:
@@ -155,6 +166,7 @@ class SokobanEnv(TextAgentEnv):
         self.num_boxes = int(num_boxes)
         self.search_depth = int(search_depth)
         self.max_solution_steps = max_solution_steps
+        self.min_solution_steps = min_solution_steps
         splits: dict[str, Any] = {"train": _TRAIN, "test": _TEST}
         if max_solution_steps is not None:
             sizes = (
@@ -165,7 +177,7 @@ class SokobanEnv(TextAgentEnv):
             if len(sizes) != 2:
                 raise ValueError(f"curriculum_size must be an int or (train, test), got {sizes}")
             bound = int(max_solution_steps)
-            config = (self.dim_room, self.num_boxes, self.search_depth)
+            config = (self.dim_room, self.num_boxes, self.search_depth, int(min_solution_steps))
             splits = {
                 "train": curriculum_task_ids("train", bound, int(sizes[0]), *config),
                 "test": curriculum_task_ids("test", bound, int(sizes[1]), *config),
