@@ -19,7 +19,8 @@ from agentenvs.core import AgentPrompt
 from agentenvs.core.trajectory import Step, Trajectory
 from learners.llm.config import TrainConfig
 from learners.llm.distributed import Distributed
-from learners.llm.metrics import MetricsLogger, eval_label, paired_difference, rollout_metrics
+from learners.llm.intervals import paired_difference
+from learners.llm.metrics import MetricsLogger, eval_label, rollout_metrics
 from learners.llm.policy import Policy
 from learners.llm.rollout import Sampler, episode_bar, play_episodes
 
@@ -145,7 +146,7 @@ def outcome_gains(
     (iteration 0) of ``baseline`` (default: ``logger`` itself) to the one at ``iteration`` in
     ``logger`` of each outcome in :data:`GAIN_FIELDS` (success; the episode's valid-action share;
     whether it took a goal-directed step, where the env marks them), with its 95% interval (see
-    :func:`~learners.llm.metrics.paired_difference`): ``eval/<label>/<name>_gain``, ``..._low``,
+    :func:`~learners.llm.intervals.paired_difference`): ``eval/<label>/<name>_gain``, ``..._low``,
     ``..._high``. Nothing for a split and mode without both evaluations (nor without a logger:
     ranks other than 0 keep no outcomes)."""
     out: dict[str, float] = {}

@@ -46,7 +46,13 @@ from typing import Any
 
 import torch
 
-from learners.llm.policy import Policy, common_prefix_length, response_logprobs
+from learners.llm.policy import (
+    Policy,
+    cache_kwargs,
+    common_prefix_length,
+    prefix_cache,
+    response_logprobs,
+)
 
 __all__ = ["Sample", "HFGenerator", "SampledLogprobs", "response_end", "trim_response"]
 
@@ -265,7 +271,7 @@ class HFGenerator:
         if shared:  # run the shared prefix once and give every row a copy of its KV cache
             with torch.no_grad():
                 head = torch.as_tensor([list(prompts[0][:shared])], device=policy.device)
-                cache = policy.model(input_ids=head, use_cache=True).past_key_values
+                cache = prefix_cache(policy.model, head)
             cache.batch_repeat_interleave(len(prompts))
         width = max(len(p) for p in prompts) - shared
         ids = torch.full((len(prompts), shared + width), pad, dtype=torch.long)
@@ -291,7 +297,7 @@ class HFGenerator:
             sequences = policy.model.generate(
                 input_ids=ids.to(policy.device),
                 attention_mask=attn.to(policy.device),
-                past_key_values=cache,
+                **cache_kwargs(policy.model, cache),
                 generation_config=config,
                 logits_processor=LogitsProcessorList([record]),
                 stopping_criteria=self._stop_criteria(stop),

@@ -10,8 +10,6 @@ This module holds:
 * :func:`collapse` - whether an iteration's rollouts left the policy without a learning signal
   (every step invalid, or every advantage 0 short of solving everything), and why.
 * :func:`goal_directed` - whether an episode took a step its env marked goal-directed.
-* :func:`paired_difference` - the mean per-task change of an outcome between two evaluations on the
-  same tasks, with its 95% interval.
 * :func:`plot_learning_curve` - the PNG.
 
 >>> from agentenvs.core import Step, Trajectory
@@ -43,7 +41,6 @@ __all__ = [
     "collapse",
     "goal_directed",
     "credit_metrics",
-    "paired_difference",
     "plot_learning_curve",
 ]
 
@@ -120,31 +117,6 @@ def credit_metrics(groups: Sequence[Sequence[Trajectory]]) -> dict[str, float]:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     totals[f"credit/{key}"] = totals.get(f"credit/{key}", 0.0) + float(value)
     return totals
-
-
-def paired_difference(
-    before: dict[str, float], after: dict[str, float], z: float = 1.96
-) -> tuple[float, float, float, int]:
-    """Mean of ``after[t] - before[t]`` over the tasks ``t`` both hold, and its confidence interval.
-
-    The interval is ``mean +- z * sd / sqrt(n)`` with ``sd`` the sample standard deviation of the
-    ``n`` paired differences (normal approximation; ``z = 1.96`` for 95%, fine from a few dozen
-    tasks up). Pairing by task removes the between-task variance: with 0/1 outcomes only the tasks
-    whose outcome changed move the mean. Returns ``(mean, low, high, n)``; NaNs when ``n == 0``
-    and a zero-width interval when ``n == 1``.
-
-    >>> before = {"a": 0.0, "b": 0.0, "c": 1.0, "d": 0.0}
-    >>> after = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 0.0, "e": 1.0}  # "e" has no pair
-    >>> [round(x, 3) for x in paired_difference(before, after)]
-    [0.5, -0.066, 1.066, 4]
-    """
-    tasks = [t for t in before if t in after]
-    diffs = np.array([after[t] - before[t] for t in tasks], dtype=np.float64)
-    if not diffs.size:
-        return math.nan, math.nan, math.nan, 0
-    mean = float(diffs.mean())
-    half = z * float(diffs.std(ddof=1)) / math.sqrt(diffs.size) if diffs.size > 1 else 0.0
-    return mean, mean - half, mean + half, int(diffs.size)
 
 
 def goal_directed(traj: Trajectory) -> bool | None:

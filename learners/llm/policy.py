@@ -12,6 +12,8 @@ This module holds:
 * :func:`response_logits` - the logits that predict each response token, ``(B, T, V)``, without
   computing the LM head over the prompt.
 * :func:`response_logprobs` - per-token log-probabilities of given responses, in batches.
+* :func:`prefix_cache` and :func:`cache_kwargs` - a prompt prefix's KV cache, and the keyword that
+  hands it back to the model (``cache`` in newer transformers, ``past_key_values`` in older ones).
 
 >>> from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 >>> tok = build_tiny_tokenizer()
@@ -27,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +48,8 @@ __all__ = [
     "common_prefix_length",
     "response_logits",
     "response_logprobs",
+    "prefix_cache",
+    "cache_kwargs",
 ]
 
 
@@ -200,6 +205,21 @@ def collate(
     return PackedBatch(ids, attn, positions, ids[:, p_len:], attn[:, p_len:].float(), p_len, prefix)
 
 
+def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
+    """``{name: cache}`` with the keyword ``model``'s forward takes a KV cache by: ``cache``
+    (newer transformers, where ``past_key_values`` is deprecated) or ``past_key_values``."""
+    base = getattr(model, "module", model)  # DDP's wrapper
+    base = base.get_base_model() if hasattr(base, "get_base_model") else base  # peft's
+    params = inspect.signature(base.forward).parameters
+    return {"cache" if "cache" in params else "past_key_values": cache}
+
+
+def prefix_cache(model: Any, prefix_ids: torch.Tensor) -> Any:
+    """The KV cache of ``model`` after ``prefix_ids`` (``(1, L)``), as its output names it."""
+    out = model(input_ids=prefix_ids, use_cache=True)
+    return out["cache"] if "cache" in out else out.past_key_values
+
+
 def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
     """Logits predicting each response token, ``(B, T, V)`` (the LM head runs on ``T + 1`` columns).
 
@@ -209,7 +229,7 @@ def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
     t = batch.response_ids.shape[1]
     cache, attn = None, batch.attention_mask
     if batch.prefix_ids is not None:
-        cache = model(input_ids=batch.prefix_ids, use_cache=True).past_key_values
+        cache = prefix_cache(model, batch.prefix_ids)
         cache.batch_repeat_interleave(batch.input_ids.shape[0])
         ones = torch.ones(
             (attn.shape[0], batch.prefix_ids.shape[1]), dtype=attn.dtype, device=attn.device
@@ -219,7 +239,7 @@ def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
         input_ids=batch.input_ids,
         attention_mask=attn,
         position_ids=batch.position_ids,
-        past_key_values=cache,
+        **cache_kwargs(model, cache),
         logits_to_keep=t + 1,
         use_cache=cache is not None,
     )

@@ -128,6 +128,22 @@ def test_stop_strings_with_the_shared_prefix_cache(chatty):
     assert all(s.text.endswith("</action>") for s in b)
 
 
+def test_our_calls_raise_no_deprecation_warning(chatty):
+    """Shared-prefix generation and the shared-prefix training forward hand the KV cache over by
+    the keyword this transformers takes, so neither warns (``--no-progress`` means quiet)."""
+    import warnings
+
+    policy, prompts = chatty
+    cached = HFGenerator(policy, max_new_tokens=8, prefix_cache=True, min_shared_prefix=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.simplefilter("error", DeprecationWarning)
+        samples = cached.generate(prompts, greedy=False, stop=("</action>",))
+        batch = collate(prompts, [s.token_ids for s in samples], policy.pad_id, min_shared_prefix=4)
+        assert batch.prefix_ids is not None
+        response_logits(policy.model, batch).sum().backward()
+
+
 def test_a_budget_too_small_for_the_action_truncates(chatty):
     policy, prompts = chatty
     samples = HFGenerator(policy, max_new_tokens=4).generate(
