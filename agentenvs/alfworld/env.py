@@ -60,6 +60,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
             flagged ``action_valid=False`` and charged the penalty).
         expert_plan: add ``info["expert_plan"]``, the planner expert's plan from the current state
             (Fast Downward runs on every reset and step: 0.3 s to minutes).
+        expert_timeout: the planner's time limit when :meth:`expert_action` replans (s).
         drop_help: leave ``help`` out of ``info["admissible_actions"]`` (the reference prompts do).
         render_mode: ``None`` or ``"ansi"``.
     """
@@ -81,6 +82,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
         require_think: bool = True,
         compat: str | None = None,
         expert_plan: bool = False,
+        expert_timeout: float = 30.0,
         drop_help: bool = True,
         render_mode: str | None = None,
     ) -> None:
@@ -117,6 +119,9 @@ class ALFWorldEnv(TextAgentEnv[str]):
         self._traj: dict = {}
         self.verl_fallback_chars = 30 if compat == "verl-agent" else None
         self._task = ""
+        self.expert_timeout = float(expert_timeout)
+        self._plan: list[str] | None = None  # the expert's plan the episode follows (None: replan)
+        self._plan_at = 0  # the index of its next command
 
     # -- agent-facing hook ---------------------------------------------------------------------------
     def agent_prompt(
@@ -126,6 +131,24 @@ class ALFWorldEnv(TextAgentEnv[str]):
         :class:`~agentenvs.alfworld.prompts.CompactALFWorldPrompt` (``"compact"``, last 3 moves)."""
         cls = ALFWorldPrompt if check_prompt_style(style) == "reference" else CompactALFWorldPrompt
         return cls() if history_length is None else cls(history_length=history_length)
+
+    def expert_action(self) -> str | None:
+        """The planner expert's next command from the current state (the ``expert_action`` hook
+        of docs/custom-env.md): the next command of the plan the episode follows, which is the
+        game's stored walkthrough from the reset on; after any other command, a new plan from
+        the current state (:func:`~agentenvs.alfworld.engine.replan`, Fast Downward in a forked
+        child, ``expert_timeout`` seconds at most). ``None`` before a reset, once the plan is
+        played out (won), and where the planner finds no plan in time."""
+        if self._state is None or self._state["won"]:
+            return None
+        if self._plan is None:
+            from agentenvs.alfworld.engine import PlannerTimeout, replan
+
+            try:
+                self._plan, self._plan_at = replan(self._engine, self.expert_timeout), 0
+            except PlannerTimeout:
+                return None
+        return self._plan[self._plan_at] if self._plan_at < len(self._plan) else None
 
     # -- engine --------------------------------------------------------------------------------------
     def _get_engine(self) -> Any:
@@ -150,6 +173,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
                 self._traj = self.games.traj_data(task_id)
                 self._loaded = task_id
             self._state = engine.reset()
+        self._plan, self._plan_at = list(engine.unwrapped.walkthrough or []) or None, 0
         self._raw = self._state.feedback
         self._task = (
             self._raw.split(_TASK_MARKER, 1)[-1].strip().rstrip(".")
@@ -162,6 +186,10 @@ class ALFWorldEnv(TextAgentEnv[str]):
     def _apply(self, command: str) -> tuple[float, bool]:
         with engine_memos():
             self._state, _, _ = self._engine.step(command)
+        on_plan = self._plan is not None and self._plan[self._plan_at : self._plan_at + 1] == [
+            command
+        ]
+        self._plan, self._plan_at = (self._plan, self._plan_at + 1) if on_plan else (None, 0)
         self._raw = self._state.feedback
         self._tracker.update(command, self._raw)
         won = bool(self._state["won"])

@@ -217,6 +217,25 @@ class SearchQAEnv(TextAgentEnv[str]):
             cls = SearchR1Prompt if self.format == "searchr1" else SearchPrompt
         return cls() if history_length is None else cls(history_length=history_length)
 
+    def expert_action(self) -> str | None:
+        """The expert's next command (the ``expert_action`` hook of docs/custom-env.md): a search
+        for the question while none was made and a later turn is left to read it, then the first
+        golden answer; ``None`` before a reset and once answered.
+
+        >>> env = SearchQAEnv(split="test")
+        >>> _ = env.reset(seed=0)
+        >>> env.expert_action() == f"<search>{env.task.question}</search>"
+        True
+        >>> _ = env.step(env.agent_prompt().answer(env.expert_action()))
+        >>> env.expert_action() == f"<answer>{env.task.answers[0]}</answer>"
+        True
+        """
+        if self.task is None or self._answer is not None:
+            return None
+        if not self._queries and self._steps + 1 < self.max_steps:
+            return f"<search>{self.task.question}</search>"
+        return f"<answer>{self.task.answers[0]}</answer>"
+
     # -- base-class hooks ----------------------------------------------------------------------------
     def _load_task(self, task_id: str) -> None:
         self.task = self._tasks[task_id]

@@ -212,6 +212,26 @@ class SokobanEnv(TextAgentEnv):
         cls = SokobanPrompt if check_prompt_style(style) == "reference" else CompactSokobanPrompt
         return cls() if history_length is None else cls(history_length=history_length)
 
+    def expert_action(self) -> str | None:
+        """The expert's next move from the current state (the ``expert_action`` hook of
+        docs/custom-env.md): the first move of a shortest solution
+        (:func:`~agentenvs.sokoban.solver.solve`, 50 moves deep), so it also holds after a
+        detour; ``None`` before a reset, once solved, or where no solution is left (a box in a
+        corner).
+
+        >>> env = SokobanEnv()
+        >>> _ = env.reset(options={"task_id": "seed-42"})
+        >>> env.expert_action(), env.step("<think></think><action>left</action>")[1:3]
+        ('right', (-0.1, False))
+        >>> env.expert_action()
+        'right'
+        """
+        if self.game is None or self.game.solved:
+            return None
+        state = np.reshape(self.game.cells, (self.game.rows, self.game.cols))
+        plan = solve(self._room.fixed, state)
+        return plan[0] if plan else None
+
     # -- TextAgentEnv hooks ------------------------------------------------------------------------
     def _load_task(self, task_id: str) -> None:
         self._room = room_for_task(task_id, self.dim_room, self.num_boxes, self.search_depth)

@@ -39,7 +39,7 @@ from agentenvs.core import TextAgentEnv, text_space
 from agentenvs.core.progress import pending_progress
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.tasks import TaskPanel
-from agentenvs.webshop.pages import to_text_rich
+from agentenvs.webshop.pages import PRODUCT_WINDOW, to_text_rich
 from agentenvs.webshop.prompts import CompactWebShopPrompt, WebShopPrompt, format_page
 from agentenvs.webshop.shop import Session, Shop
 
@@ -148,6 +148,50 @@ class WebShopEnv(TextAgentEnv[str]):
         history 2) or :class:`~agentenvs.webshop.prompts.CompactWebShopPrompt` (``"compact"``)."""
         cls = WebShopPrompt if check_prompt_style(style) == "reference" else CompactWebShopPrompt
         return cls() if history_length is None else cls(history_length=history_length)
+
+    def expert_action(self) -> str | None:
+        """The expert's next command from the current page (the ``expert_action`` hook of
+        docs/custom-env.md), buying the goal's product with the goal's options: on the search
+        page, ``search[<the instruction>]`` (or the product's title when that search does not
+        return the product); on a results page, the product where it is listed, else the page
+        toward it (``next >`` / ``< prev``) or ``back to search``; on another product's page,
+        ``< prev``; on the goal's product page, each goal option not yet selected, then
+        ``click[buy now]``. ``None`` before a reset and once bought.
+
+        >>> env = WebShopEnv(action_format="plain")
+        >>> _ = env.reset(options={"task_id": "goal-3"})
+        >>> while (command := env.expert_action()) is not None:
+        ...     _, reward, terminated, _, info = env.step(command)
+        >>> terminated, info["won"], reward
+        (True, True, 10.0)
+        """
+        session = self.session
+        if session is None or session.done:
+            return None
+        goal = session.goal
+        if session.kind == "search":
+            query = goal.instruction_text.lower()
+            if goal.asin not in {p.asin for p in self.shop.search(query)}:
+                query = self.shop.catalog[goal.asin].title.lower()
+            return f"search[{query}]"
+        clickables = session.clickables()
+        if session.kind == "results":
+            listed = [p.asin for p in session.search.results] if session.search else []
+            if goal.asin.lower() in clickables:
+                return f"click[{goal.asin.lower()}]"
+            if goal.asin not in listed:
+                return "click[back to search]"
+            page = listed.index(goal.asin) // PRODUCT_WINDOW + 1
+            return "click[next >]" if page > session.page else "click[< prev]"
+        if session.kind == "item_sub_page" or session.asin != goal.asin:
+            return "click[< prev]"
+        values = (
+            goal.goal_options.values() if isinstance(goal.goal_options, dict) else goal.goal_options
+        )
+        for value in values:
+            if value in clickables and value not in session.options.values():
+                return f"click[{value}]"
+        return "click[buy now]"
 
     # -- base-class hooks ----------------------------------------------------------------------------
     def _choose_task(self, options: dict[str, Any] | None) -> str:

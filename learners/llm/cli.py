@@ -53,6 +53,7 @@ __all__ = [
     "ALFWORLD_ENV",
     "RECIPES",
     "FLAG_NAMES",
+    "RENAMED",
     "ConfigFlags",
     "config_flags",
     "PLUGIN_GROUP",
@@ -93,7 +94,8 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
         "env_kwargs": {"max_solution_steps": 1, "max_steps": 1},
-        "format_warm_start": 200,
+        "warm_start": "format",
+        "warm_start_steps": 200,
         "groups": 8,
         "group_size": 8,
         "iterations": 20,
@@ -116,7 +118,8 @@ RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     },
     (ALFWORLD_ENV, "tiny"): {
         "env_kwargs": {"max_steps": 8, "drop_help": True},
-        "format_warm_start": 120,
+        "warm_start": "format",
+        "warm_start_steps": 120,
         "groups": 4,
         "group_size": 4,
         "iterations": 5,
@@ -230,9 +233,11 @@ class TrainArgs:
         ray_address: with --vectorization ray: the cluster to join ('auto', 'ray://host:10001';
             default: a local Ray instance).
         model: 'tiny', 'smollm2' or a local HF model dir.
-        format_warm_start: supervised steps teaching the env's action syntax: uniformly random
-            admissible actions at the states of random walks, every turn, with the prompts the
-            learner shows (learners/llm/warm_start.py; the tiny recipe: 200).
+        warm_start: supervised steps before RL, at every turn, with the prompts the learner shows
+            (learners/llm/warm_start.py): format, uniformly random admissible actions at the
+            states of random walks (the env's action syntax only); demo, the env's expert's
+            moves at the states of its own episodes (the env's expert_action hook); none.
+        warm_start_steps: the warm start's optimizer steps (the tiny recipe: 200).
         eval_untrained: evaluate the policy once more before the warm start (HF generation, the
             same tasks and decodings, outcomes in --out/untrained) and report, per split and
             decoding, the change from the untrained policy to the trained one.
@@ -266,7 +271,8 @@ class TrainArgs:
     vectorization: Literal["sync", "async", "ray"] = "sync"
     ray_address: str | None = None
     model: str = "tiny"
-    format_warm_start: int = 0
+    warm_start: Literal["format", "demo", "none"] = "none"
+    warm_start_steps: int = 200
     eval_untrained: bool = False
     progress: bool = True
     lora: bool = False
@@ -316,12 +322,23 @@ def _error(prog: str, message: str) -> typing.NoReturn:
     raise SystemExit(2)
 
 
+#: Flags that were renamed: the old spelling -> the error that names the new one.
+RENAMED = {
+    "--format-warm-start": "--format-warm-start N is now --warm-start format --warm-start-steps N "
+    "(--warm-start {format,demo,none})",
+}
+
+
 def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> TrainArgs:
     """The flags of ``argv`` (default ``sys.argv[1:]``) after :func:`import_user_modules`;
     ``config`` is a plain :class:`TrainConfig` (``lora_rank`` 0 without ``--lora``) and
-    ``credit_config`` the built credit config. A usage error prints one line and exits with 2;
+    ``credit_config`` the built credit config. A usage error (a :data:`RENAMED` flag among them,
+    or ``--warm-start demo`` on an env without an expert) prints one line and exits with 2;
     ``--help`` lists every flag with its default."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    for word in argv:
+        if word.split("=")[0] in RENAMED:
+            _error(prog, RENAMED[word.split("=")[0]])
     import_user_modules(argv)
     args = tyro.cli(TrainArgs, args=argv, default=_defaults(argv), prog=prog)
     values = {f.name: getattr(args.config, f.name) for f in dataclasses.fields(TrainConfig)}
@@ -339,7 +356,22 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
         _error(prog, f"--credit {args.credit}: advantage 'rewards' needs a learner with a critic "
                "(learners.sb3.CreditPPO); this learner takes each turn's value as its advantage, "
                "so use 'group_relative'")  # fmt: skip
+    if args.warm_start == "demo":
+        _check_expert(args, prog)
     return args
+
+
+def _check_expert(args: TrainArgs, prog: str) -> None:
+    """Exit with one line when ``--env`` declares no expert for ``--warm-start demo``."""
+    from learners.llm.warm_start import expert_of
+
+    env = gym.make(args.env, **_env_kwargs(args))
+    try:
+        expert_of(env)
+    except ValueError as error:
+        _error(prog, f"--warm-start demo: {error}")
+    finally:
+        env.close()
 
 
 def _env_kwargs(args: TrainArgs) -> dict[str, Any]:
@@ -415,24 +447,34 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
 
 
 def warm_start(args: TrainArgs, policy: Any) -> None:
-    """``--format-warm-start`` supervised steps on uniformly random admissible actions at the
-    states of random walks over the env's train tasks, every turn, with the learner's prompts (the
-    env's action syntax only); prints the loss."""
-    from learners.llm.warm_start import format_warm_start
+    """``--warm-start-steps`` supervised steps of the ``--warm-start`` teacher at the states of
+    its walks over the env's train tasks, every turn, with the learner's prompts (format:
+    uniformly random admissible actions, the env's action syntax only; demo: the env's expert);
+    prints the loss and the time taken. ``--warm-start none`` (or 0 steps) does nothing."""
+    import time
 
+    from learners.llm.warm_start import supervised_warm_start
+
+    if args.warm_start == "none" or args.warm_start_steps < 1:
+        return
+    start = time.perf_counter()
     env = gym.make(args.env, **_env_kwargs(args))
-    losses = format_warm_start(
+    losses = supervised_warm_start(
         policy,
         env,
         env.unwrapped.tasks.ids("train"),
-        steps=args.format_warm_start,
+        args.warm_start,
+        steps=args.warm_start_steps,
         prompt_style=args.config.prompt_style,
         history_length=args.config.history_length,
         seed=args.config.seed,
         progress=args.progress,
     )
     env.close()
-    print(f"format warm start: {len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    print(
+        f"{args.warm_start} warm start: {len(losses)} steps, loss {losses[0]:.3f} -> "
+        f"{losses[-1]:.3f} ({time.perf_counter() - start:.0f} s)"
+    )
 
 
 def _gain(row: Mapping[str, float], key: str) -> str:
@@ -598,7 +640,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> in
     envs = make_envs(args)
     policy, model_dir = make_policy(args, dist, prog)
     untrained = evaluate_untrained(args, policy, dist) if args.eval_untrained else None
-    if args.format_warm_start and dist.is_main:  # the trainer gives rank 0's weights to every rank
+    if dist.is_main:  # the trainer gives rank 0's weights to every rank
         warm_start(args, policy)
     rows, splits, trained = train(args, envs, policy, model_dir, dist)
     dist.destroy()

@@ -1,30 +1,40 @@
-"""A format-only supervised warm start: teach a policy the env's action syntax, not its task.
+"""Supervised warm starts before RL: the env's action syntax (``format``) or its expert (``demo``).
 
-This module holds :func:`format_warm_start`, :func:`collect_states` (random walks through the env
-that keep every state's prompt), :class:`WarmState` (one such state) and :class:`RandomWalker`
-(the rollout sampler that plays them).
+This module holds :func:`supervised_warm_start`, :func:`collect_states` (walks through the env that
+keep every state's prompt and its targets), :func:`expert_of` (an env's expert, the
+``expert_action`` hook of docs/custom-env.md), :data:`TEACHERS`, :class:`WarmState` (one state)
+and :class:`Walker` (the rollout sampler that plays the walks).
 
 A randomly initialised model (such as the tiny test model) never produces a parseable action, so
-every episode earns the same invalid-action reward and RL has no signal. The warm start fixes the
-*format* only, at every turn of an episode:
+every episode earns the same invalid-action reward and RL has no signal. A warm start trains the
+model on states at every turn of an episode, with one of two teachers:
 
-1. :func:`collect_states` plays random walks: for training tasks in a seeded random order, each
-   episode steps a **uniformly random** admissible action (``info["admissible_actions"]``) until
-   the env ends it (its step limit), ``max_turns`` or ``max_states`` states in all. The episodes
-   run through the rollout engine's own loop (:func:`~learners.llm.rollout.drive`), so each
-   state's prompt is exactly the one the learner shows at that turn: the env's
+* ``"format"``: the walks step a **uniformly random** admissible action
+  (``info["admissible_actions"]``), and the target at a state is a uniformly random admissible
+  action of it, drawn afresh each time the state is picked. The target carries no knowledge of
+  which action is right, so whatever success rises above chance afterwards is learned by RL.
+* ``"demo"``: the walks step the env's **expert** (``env.expert_action()``: the expert's next
+  command from the current state), and the target is the expert's command at that state. A
+  demonstration the env rejects (``info["action_valid"]`` False) raises ``RuntimeError`` naming
+  the env, the task, the turn and the action; an env without the hook raises ``ValueError``
+  naming it (:func:`expert_of`).
+
+1. :func:`collect_states` plays the walks: for training tasks in a seeded random order, each
+   episode steps the teacher's action until the env ends it (its step limit or a win),
+   ``max_turns`` or ``max_states`` states in all (or, for the expert, until it has no move). The
+   episodes run through the rollout engine's own loop (:func:`~learners.llm.rollout.drive`), so
+   each state's prompt is exactly the one the learner shows at that turn: the env's
    ``agent_prompt(prompt_style, history_length)``, the :class:`~agentenvs.core.EpisodeMemory`
    history of the walk so far, the chat template and the response prefix
    (:func:`~learners.llm.rollout.prompt_ids`).
-2. :func:`format_warm_start` trains the model, by cross-entropy on the response tokens, to answer
-   a state's prompt with a uniformly random admissible action of that state, drawn afresh each
-   time the state is picked, in the env's syntax (:meth:`~agentenvs.core.AgentPrompt.answer`,
-   then the EOS token). The states are collected once and reused by every step.
+2. :func:`supervised_warm_start` trains the model, by cross-entropy on the response tokens, to
+   answer a state's prompt with one of its targets in the env's syntax
+   (:meth:`~agentenvs.core.AgentPrompt.answer`, then the EOS token). The states are collected once
+   and reused by every step.
 
-The target carries no knowledge of which action is right, so whatever success rises above chance
-afterwards is learned by RL. Nothing here is env-specific: the prompt, the syntax and the
-admissible actions come from the env. Cost: at most ``max_states`` env steps plus one reset per
-walk, then ``steps`` forward/backward passes of ``batch_size`` prompts.
+Nothing here is env-specific: the prompt, the syntax, the admissible actions and the expert come
+from the env. Cost: at most ``max_states`` env steps (and expert calls) plus one reset per walk,
+then ``steps`` forward/backward passes of ``batch_size`` prompts.
 
 >>> import gymnasium as gym, agentenvs
 >>> from learners.llm.policy import Policy
@@ -32,11 +42,14 @@ walk, then ``steps`` forward/backward passes of ``batch_size`` prompts.
 >>> tok = build_tiny_tokenizer()
 >>> policy = Policy(build_tiny_model(tok), tok)
 >>> env = gym.make("agentenvs/Sokoban-v0", max_solution_steps=1, max_steps=3)
->>> states = collect_states(policy, env, env.unwrapped.tasks.ids("train"), max_states=12)
+>>> tasks = env.unwrapped.tasks.ids("train")
+>>> states = collect_states(policy, env, tasks, max_states=12)
 >>> len(states), sorted({s.turn for s in states})
 (12, [1, 2, 3])
->>> tasks = env.unwrapped.tasks.ids("train")
->>> losses = format_warm_start(policy, env, tasks, steps=10, batch_size=4, max_states=32)
+>>> demos = collect_states(policy, env, tasks, "demo", max_states=3)  # one-push rooms: 1 turn
+>>> [(s.turn, s.actions) for s in demos]
+[(1, ('left',)), (1, ('left',)), (1, ('left',))]
+>>> losses = supervised_warm_start(policy, env, tasks, "demo", steps=10, batch_size=4)
 >>> len(losses), losses[-1] < losses[0]
 (10, True)
 """
@@ -57,33 +70,105 @@ from learners.llm.loss import token_logprobs
 from learners.llm.policy import Policy, collate, response_logits
 from learners.llm.rollout import Sampler, drive, prompt_ids
 
-__all__ = ["format_warm_start", "collect_states", "WarmState", "RandomWalker"]
+__all__ = [
+    "TEACHERS",
+    "EXPERT_HOOK",
+    "supervised_warm_start",
+    "collect_states",
+    "expert_of",
+    "WarmState",
+    "Walker",
+]
+
+#: The warm starts' teachers: uniformly random admissible actions, or the env's expert.
+TEACHERS = ("format", "demo")
+
+#: The env hook that declares an expert (docs/custom-env.md).
+EXPERT_HOOK = "expert_action"
+
+#: What a teacher gives at a state (its ``info``): the action the walk takes (``None``: the walk
+#: ends here) and the state's targets.
+Teacher = Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]]
 
 
 @dataclass(frozen=True)
 class WarmState:
-    """One state of a random walk: its prompt tokens as the learner shows them, the admissible
-    actions there, and its turn in the episode (1-based)."""
+    """One state of a walk: its prompt tokens as the learner shows them, the targets to imitate
+    there (the admissible actions, or the expert's command) and its turn in the episode
+    (1-based)."""
 
     prompt_ids: list[int]
     actions: tuple[str, ...]
     turn: int
 
 
-class RandomWalker(Sampler):
-    """A :class:`~learners.llm.rollout.Sampler` that answers each request with a uniformly random
-    admissible action (``response_prefix + answer(action)``, what the env would get from a model
-    writing it) and keeps every state it answered in :attr:`states`.
+def _env_name(env: gym.Env) -> str:
+    """``env``'s registered id, else its class name (for error messages)."""
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else type(env.unwrapped).__name__
 
-    Raises ``ValueError`` on a state whose info lists no ``admissible_actions``.
+
+def expert_of(env: gym.Env) -> Callable[[], str | None]:
+    """The expert ``env`` declares: its ``expert_action`` hook, seen through any wrappers (called
+    with no argument, it returns the expert's next command from the current state, ``None`` for
+    no move). Raises ``ValueError`` naming the env and the hook when there is none.
+
+    >>> import gymnasium as gym, agentenvs
+    >>> expert_of(gym.make("agentenvs/Sokoban-v0")).__name__
+    'expert_action'
+    """
+    try:
+        hook = env.get_wrapper_attr(EXPERT_HOOK)
+    except AttributeError:
+        hook = None
+    if not callable(hook):
+        raise ValueError(
+            f"{_env_name(env)} has no expert to demonstrate: it lacks the {EXPERT_HOOK}() hook "
+            "(docs/custom-env.md)"
+        )
+    return hook
+
+
+def _random_teacher(rng: random.Random) -> Teacher:
+    """A uniformly random admissible action; every admissible action is a target."""
+
+    def teach(info: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+        actions = tuple(info.get("admissible_actions") or ())
+        if not actions:
+            raise ValueError(
+                f"task {info.get('task_id')!r}: the env lists no admissible_actions to imitate"
+            )
+        return rng.choice(actions), actions
+
+    return teach
+
+
+def _expert_teacher(env: gym.Env) -> Teacher:
+    """The env's expert move (:func:`expert_of`), the only target."""
+    expert = expert_of(env)
+
+    def teach(_info: dict[str, Any]) -> tuple[str | None, tuple[str, ...]]:
+        action = expert()
+        return action, () if action is None else (action,)
+
+    return teach
+
+
+class Walker(Sampler):
+    """A :class:`~learners.llm.rollout.Sampler` that answers each request with its teacher's
+    action (``response_prefix + answer(action)``, what the env would get from a model writing it)
+    and keeps every state it answered, with the teacher's targets, in :attr:`states`. Where the
+    teacher has no action it answers ``""`` and sets :attr:`stopped` (the walk ends there; the
+    state is not kept).
     """
 
     def __init__(
-        self, policy: Policy, rng: random.Random, on_state: Callable[[int], Any] | None = None
+        self, policy: Policy, teacher: Teacher, on_state: Callable[[int], Any] | None = None
     ) -> None:
         super().__init__(policy, generator=None)
-        self.rng = rng
+        self.teacher = teacher
         self.states: list[WarmState] = []
+        self.stopped = False
         self.on_state = on_state  # called with 1 per state kept (e.g. a tqdm bar's update)
 
     def __call__(
@@ -91,16 +176,16 @@ class RandomWalker(Sampler):
     ) -> list[str]:
         out = []
         for prompt, memory, observation, info in requests:
-            actions = tuple(info.get("admissible_actions") or ())
-            if not actions:
-                raise ValueError(
-                    f"task {info.get('task_id')!r}: the env lists no admissible_actions to imitate"
-                )
+            action, targets = self.teacher(info)
+            self.stopped = action is None
+            if action is None:
+                out.append("")
+                continue
             ids = prompt_ids(self.policy, prompt, memory, observation, info)
-            self.states.append(WarmState(ids, actions, len(memory) + 1))
+            self.states.append(WarmState(ids, targets, len(memory) + 1))
             if self.on_state is not None:
                 self.on_state(1)
-            out.append(prompt.response_prefix + prompt.answer(self.rng.choice(actions)))
+            out.append(prompt.response_prefix + prompt.answer(action))
         return out
 
 
@@ -108,6 +193,7 @@ def collect_states(
     policy: Policy,
     env: gym.Env,
     tasks: Sequence[str],
+    teacher: str = "format",
     *,
     max_states: int = 512,
     max_turns: int | None = None,
@@ -116,31 +202,57 @@ def collect_states(
     seed: int = 0,
     progress: bool = False,
 ) -> list[WarmState]:
-    """Random walks through ``env`` on ``tasks`` (a seeded shuffle, cycled) until ``max_states``
-    states: each walk steps uniformly random admissible actions from ``reset(options={"task_id":
-    ...})`` until the env ends the episode or ``max_turns`` steps (``None``: the env's limit).
-    Returns the states in the order visited, each with the prompt the learner shows there
-    (``agent_prompt_for(env, prompt_style, history_length)``, history included). ``progress``:
-    a tqdm bar of states on stderr.
+    """Walks through ``env`` on ``tasks`` (a seeded shuffle, cycled) until ``max_states`` states:
+    each walk steps the ``teacher``'s actions (:data:`TEACHERS`: ``"format"``, uniformly random
+    admissible ones; ``"demo"``, the env's expert's) from ``reset(options={"task_id": ...})``
+    until the env ends the episode, ``max_turns`` steps (``None``: the env's limit) or the expert
+    has no move. Returns the states in the order visited, each with the prompt the learner shows
+    there (``agent_prompt_for(env, prompt_style, history_length)``, history included) and its
+    targets. ``progress``: a tqdm bar of states on stderr.
+
+    Raises ``ValueError`` for an unknown teacher, an env without admissible actions (format) or
+    without an expert (demo), and an expert with no move at the start of every task of a pass;
+    ``RuntimeError`` when the env rejects a demonstration as invalid.
     """
     from tqdm.auto import tqdm
 
     if max_states < 1 or not tasks:
         raise ValueError(f"need max_states >= 1 and some tasks, got {max_states} and {len(tasks)}")
+    if teacher not in TEACHERS:
+        raise ValueError(f"teacher must be one of {TEACHERS}, got {teacher!r}")
     prompt = agent_prompt_for(env, prompt_style, history_length)
     rng = random.Random(seed)
+    teach = _random_teacher(rng) if teacher == "format" else _expert_teacher(env)
     bar = tqdm(total=max_states, desc="warm start: states", unit="state", disable=not progress)
-    walker = RandomWalker(policy, rng, on_state=bar.update)
+    walker = Walker(policy, teach, on_state=bar.update)
     order = _task_stream(tasks, rng)
+    turn = 0
 
-    def keep_walking(_i, _obs, _action, _reward, terminated, truncated, _info) -> bool:
-        turns = walker.states[-1].turn
-        ended = terminated or truncated or (max_turns is not None and turns >= max_turns)
+    def keep_walking(_i, _obs, action, _reward, terminated, truncated, info) -> bool:
+        nonlocal turn
+        turn += 1
+        if walker.stopped:
+            return False
+        if teacher == "demo" and not info.get("action_valid", True):
+            raise RuntimeError(
+                f"{_env_name(env)} rejected its expert's demonstration on task "
+                f"{info.get('task_id')!r} at turn {turn}: {str(action)!r} "
+                f"({info.get('invalid_reason') or 'invalid action'})"
+            )
+        ended = terminated or truncated or (max_turns is not None and turn >= max_turns)
         return not ended and len(walker.states) < max_states
 
+    idle = 0  # walks in a row that kept no state
     with bar:
         while len(walker.states) < max_states:
+            before, turn = len(walker.states), 0
             drive([env], [next(order)], [prompt], walker, keep_walking)
+            idle = 0 if len(walker.states) > before else idle + 1
+            if idle >= len(tasks):
+                raise ValueError(
+                    f"{_env_name(env)}: the expert gave no move at the start of {idle} tasks in a "
+                    "row"
+                )
     return walker.states[:max_states]
 
 
@@ -152,10 +264,11 @@ def _task_stream(tasks: Sequence[str], rng: random.Random) -> Iterator[str]:
         yield from order
 
 
-def format_warm_start(
+def supervised_warm_start(
     policy: Policy,
     env: gym.Env,
     tasks: Sequence[str],
+    teacher: str = "format",
     *,
     steps: int = 200,
     batch_size: int = 16,
@@ -167,15 +280,16 @@ def format_warm_start(
     max_turns: int | None = None,
     progress: bool = False,
 ) -> list[float]:
-    """Train ``policy`` for ``steps`` AdamW steps (``lr``) on ``batch_size`` random (state,
-    action) pairs each: a state of :func:`collect_states` (``max_states`` states from random walks
-    on ``tasks``, at every turn, with the prompt of ``prompt_style`` / ``history_length`` the
-    learner shows there) -> a uniformly random admissible action of that state in the env's syntax
-    + EOS. ``progress``: tqdm bars (states, then steps with the loss) on stderr.
+    """Train ``policy`` for ``steps`` AdamW steps (``lr``) on ``batch_size`` (state, target)
+    pairs each: a state of :func:`collect_states` (``max_states`` states from the ``teacher``'s
+    walks on ``tasks``, at every turn, with the prompt of ``prompt_style`` / ``history_length``
+    the learner shows there) -> one of its targets in the env's syntax + EOS (``"format"``: a
+    uniformly random admissible action, drawn afresh each time; ``"demo"``: the expert's command).
+    ``progress``: tqdm bars (states, then steps with the loss) on stderr.
 
     Returns the mean negative log-likelihood per response token of each step (nats). The model is
-    left in eval mode. Raises ``ValueError`` when the env lists no admissible actions. ``lr``:
-    at 1e-2 the tiny model's loss spikes back up (docs/learner-warm-start.md).
+    left in eval mode. Raises as :func:`collect_states`. ``lr``: at 1e-2 the tiny model's loss
+    spikes back up (docs/learner-warm-start.md).
     """
     from tqdm.auto import tqdm
 
@@ -183,6 +297,7 @@ def format_warm_start(
         policy,
         env,
         tasks,
+        teacher,
         max_states=max_states,
         max_turns=max_turns,
         prompt_style=prompt_style,

@@ -222,7 +222,8 @@ README_FLAGS = [
     "--env", "agentenvs/Sokoban-v0", "--credit", "gigpo", "--rollout", "sequential",
     "--vectorization", "async", "--ray-address", "auto", "--state-keys", "none",
     "--credit-config", '{"gamma": 0.5}', "--groups", "3", "--group-size", "2", "--model", "tiny",
-    "--format-warm-start", "5", "--eval-untrained", "--backend", "vllm", "--lora", "--lora-rank", "4",
+    "--warm-start", "format", "--warm-start-steps", "5", "--eval-untrained", "--backend", "vllm",
+    "--lora", "--lora-rank", "4",
     "--prompt", "reference", "--env-kwargs", '{"max_solution_steps": 2}', "--max-steps", "2",
     "--eval-modes", "greedy", "--eval-splits", "test_seen,test_unseen", "--eval-envs", "4",
     "--export", "adapter", "--iterations", "2", "--lr", "1e-4", "--kl-coef", "0.1",
@@ -243,7 +244,8 @@ def test_train_flags_keep_their_spellings_and_come_from_train_config():
     assert (args.rollout, args.groups, args.group_size, args.max_steps) == ("sequential", 3, 2, 2)
     assert (args.vectorization, args.ray_address, args.state_keys) == ("async", "auto", "none")
     assert args.credit_config.gamma == 0.5 and args.env_kwargs == {"max_solution_steps": 2}
-    assert (args.format_warm_start, args.export, args.out, args.resume) == (
+    assert (args.warm_start, args.warm_start_steps, args.export, args.out, args.resume) == (
+        "format",
         5,
         "adapter",
         "runs/x",

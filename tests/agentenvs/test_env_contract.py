@@ -291,7 +291,18 @@ def test_train_llm_runs_a_user_method_on_a_user_env_id(tmp_path):
     args = [sys.executable, str(ROOT / "examples" / "train_llm.py"), "--import", "my_credit"]
     args += ["--credit", "mine", "--credit-config", '{"value": 2.0}', "--max-steps", "1"]
     args += ["--env", "my_credit:user_envs/Counter-v0", "--env-kwargs", '{"max_solution_steps": 1}']
-    args += ["--iterations", "1", "--format-warm-start", "2", "--groups", "2", "--group-size", "2"]
+    args += [
+        "--iterations",
+        "1",
+        "--warm-start",
+        "format",
+        "--warm-start-steps",
+        "2",
+        "--groups",
+        "2",
+        "--group-size",
+        "2",
+    ]
     args += ["--eval-tasks", "2", "--export", "none", "--threads", "1", "--out", str(tmp_path)]
     env = {
         **os.environ,

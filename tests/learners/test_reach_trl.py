@@ -25,7 +25,7 @@ import agentenvs  # noqa: E402, F401  (registers the envs)
 from learners import trl as ours  # noqa: E402
 from learners.llm.policy import Policy  # noqa: E402
 from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
-from learners.llm.warm_start import format_warm_start  # noqa: E402
+from learners.llm.warm_start import supervised_warm_start  # noqa: E402
 from wrappers import CreditWrapper, GraphCreditWrapper  # noqa: E402
 
 G = 8  # episodes per group (num_generations)
@@ -45,7 +45,7 @@ def warm():
     tok = build_tiny_tokenizer()
     model = build_tiny_model(tok)
     env = sokoban()
-    format_warm_start(
+    supervised_warm_start(
         Policy(model, tok), env, env.unwrapped.tasks.ids("train"), steps=60, max_states=128, **STYLE
     )
     env.close()

@@ -88,7 +88,17 @@ def test_the_flagship_script_takes_a_registered_name_and_its_options(tmp_path):
         "sys.argv = ['train_llm.py'] + sys.argv[1:]\n"
         "runpy.run_path('examples/train_llm.py', run_name='__main__')\n"
     )
-    base = [sys.executable, "-c", script, "--iterations", "1", "--format-warm-start", "2"]
+    base = [
+        sys.executable,
+        "-c",
+        script,
+        "--iterations",
+        "1",
+        "--warm-start",
+        "format",
+        "--warm-start-steps",
+        "2",
+    ]
     base += ["--groups", "2", "--group-size", "2", "--eval-tasks", "2", "--export", "none"]
     base += ["--threads", "1", "--out", str(tmp_path), "--credit", "constant"]
     done = subprocess.run(

@@ -232,3 +232,37 @@ def test_expert_plan_follows_the_state():
     assert info["expert_plan"] == record["walkthrough"]
     _, _, _, _, info = env.step(record["walkthrough"][0])
     assert info["expert_plan"] == record["walkthrough"][1:]
+
+
+# -- the expert (docs/custom-env.md, expert_action) -----------------------------------------------
+def _play_expert(env: ALFWorldEnv, limit: int = 60) -> tuple[list[str], dict]:
+    commands, info = [], {}
+    while (command := env.expert_action()) is not None and len(commands) < limit:
+        commands.append(command)
+        _, _, _, _, info = env.step(command)
+        assert info["action_valid"] and info.get("action_executed", True), command
+    return commands, info
+
+
+def test_the_expert_follows_the_walkthrough_and_wins(env):
+    for record in first_of_each_type()[:3]:  # pick-and-place, look-at-in-light, clean (~1 s each)
+        env.reset(options={"task_id": record["id"]})
+        walkthrough = env.walkthrough()
+        commands, info = _play_expert(env)
+        assert commands == walkthrough and info["won"], record["id"]
+        assert env.expert_action() is None
+
+
+def test_the_expert_replans_after_a_detour(env, monkeypatch):
+    """Off its plan, the expert asks the planner once, from the current state, and still wins."""
+    from agentenvs.alfworld import engine
+
+    calls, real = [], engine.replan
+    monkeypatch.setattr(engine, "replan", lambda *args: calls.append(args) or real(*args))
+    record = first_of_each_type()[0]
+    _, info = env.reset(options={"task_id": record["id"]})
+    plan = env.walkthrough()
+    detour = next(a for a in info["admissible_actions"] if a.startswith("go to") and a != plan[0])
+    env.step(detour)
+    commands, info = _play_expert(env)
+    assert info["won"] and len(calls) == 1 and commands[0] == plan[0]  # back, then on its way

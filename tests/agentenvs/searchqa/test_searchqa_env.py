@@ -254,3 +254,23 @@ def test_credit_wrapper_groups_searchqa_episodes(qa_file):
     losers = [t for t in credit if not t.success]
     assert len(winners) == 2 and len(losers) == 2
     assert min(t.steps[-1].advantage for t in winners) > max(t.steps[-1].advantage for t in losers)
+
+
+# -- the expert (docs/custom-env.md, expert_action) -----------------------------------------------
+@pytest.mark.parametrize("max_steps", [4, 1])
+def test_the_expert_searches_the_question_then_gives_the_golden_answer(max_steps):
+    env = SearchQAEnv(split="test", max_steps=max_steps)
+    prompt = env.agent_prompt("compact")
+    for task in env.tasks.ids("test")[:6]:
+        _, info = env.reset(options={"task_id": task})
+        commands = []
+        while (command := env.expert_action()) is not None:
+            commands.append(command)
+            _, reward, terminated, truncated, info = env.step(
+                prompt.response_prefix + prompt.answer(command)
+            )
+            assert info["action_valid"], info["invalid_reason"]
+        assert terminated and info["won"] and info["em"] == 1.0 and reward == 1.0
+        answer = f"<answer>{info['golden_answers'][0]}</answer>"
+        searches = [f"<search>{info['question']}</search>"] if max_steps > 1 else []
+        assert commands == [*searches, answer]

@@ -13,7 +13,12 @@ from gymnasium.error import ResetNeeded
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.sokoban.env import SokobanEnv
 from agentenvs.sokoban.game import SokobanGame
-from agentenvs.sokoban.generator import GenerationError, generate_room, generate_room_with_retries
+from agentenvs.sokoban.generator import (
+    GenerationError,
+    Room,
+    generate_room,
+    generate_room_with_retries,
+)
 from agentenvs.sokoban.render import render_rgb
 from agentenvs.sokoban.solver import solve
 
@@ -353,3 +358,38 @@ def test_no_curriculum_keeps_the_full_splits():
     assert env.max_solution_steps is None
     assert len(env.tasks.ids("train")) == 2**16 - 1 and len(env.tasks.ids("test")) == 2**16
     assert env.reset(options={"task_id": "seed-0"})[1]["task_id"] == "seed-0"
+
+
+# -- the expert (docs/custom-env.md, expert_action) -----------------------------------------------
+def _tagged(move: str) -> str:
+    return f"<think></think><action>{move}</action>"
+
+
+@pytest.mark.parametrize("task", ["seed-0", "seed-1", "seed-2", "seed-42", "seed-12345"])
+def test_the_expert_solves_each_room_in_its_shortest_number_of_moves(task):
+    env = gym.make("agentenvs/Sokoban-v0")
+    env.reset(options={"task_id": task})
+    room = env.unwrapped._room
+    shortest = len(solve(room.fixed, room.state))
+    for turn in range(1, shortest + 1):
+        move = env.unwrapped.expert_action()
+        assert move in env.unwrapped._admissible_actions()
+        _, _, terminated, _, info = env.step(_tagged(move))
+        assert info["action_valid"] and terminated == (turn == shortest)
+    assert info["won"] and env.unwrapped.expert_action() is None  # solved: no move left
+
+
+def test_the_expert_recovers_after_a_detour_and_gives_up_on_a_dead_room():
+    env = SokobanEnv(max_steps=30)
+    env.reset(options={"task_id": "seed-42"})  # #PX_O#: right, right wins
+    env.step(_tagged("down"))  # a detour: the player leaves the box's row
+    moves = []
+    while not env.game.solved:
+        moves.append(env.expert_action())
+        env.step(_tagged(moves[-1]))
+    assert moves == ["up", "right", "right"]
+    assert SokobanEnv().expert_action() is None  # before any reset
+    fixed = np.array([[0, 0, 0, 0, 0], [0, 1, 1, 1, 0], [0, 1, 1, 2, 0], [0, 0, 0, 0, 0]])
+    state = np.array([[0, 0, 0, 0, 0], [0, 4, 5, 1, 0], [0, 1, 1, 2, 0], [0, 0, 0, 0, 0]])
+    env.game, env._room = SokobanGame(fixed, state), Room(fixed, state, (), 0)
+    assert env.expert_action() is None  # the box is in a corner: no solution is left

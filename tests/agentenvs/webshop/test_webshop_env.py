@@ -388,3 +388,38 @@ def test_the_shop_follows_webshop_data(monkeypatch, webshop_fixture_dir):
     assert len(Shop.load().catalog) == 5000  # the embedded catalogue
     monkeypatch.setenv("WEBSHOP_DATA", webshop_fixture_dir)
     assert len(Shop.load().catalog) == 100 and Shop.load() is Shop.load(webshop_fixture_dir)
+
+
+# -- the expert (docs/custom-env.md, expert_action) -----------------------------------------------
+def _play_expert(env: WebShopEnv, detour: list[str] = ()) -> tuple[list[str], dict]:
+    for action in detour:
+        env.step(action)
+    commands, info = [], {}
+    while (command := env.expert_action()) is not None and len(commands) < 12:
+        commands.append(command)
+        _, _, _, _, info = env.step(command)
+        assert info["action_valid"], (command, info["invalid_reason"])
+    return commands, info
+
+
+def test_the_expert_buys_the_goals_product_with_its_options():
+    env = WebShopEnv(action_format="plain", max_steps=30)
+    for task in [task_id_of(i) for i in (*range(6), *range(500, 506))]:
+        env.reset(options={"task_id": task})
+        goal = env.session.goal
+        commands, info = _play_expert(env)
+        assert info["won"] and info["asin"] == goal.asin and commands[-1] == "click[buy now]"
+        assert commands[0] == f"search[{goal.instruction_text.lower()}]"
+        assert set(goal.goal_options.values()) == set(info["options"].values())
+
+
+def test_the_expert_recovers_from_a_detour():
+    """From any page: a wrong search, another product, a sub-page, then the expert wins."""
+    env = WebShopEnv(action_format="plain", max_steps=30)
+    env.reset(options={"task_id": task_id_of(3)})
+    env.step("search[a wrong query about garden tools]")
+    other = next(c for c in env.session.clickables() if c.startswith("b0"))
+    assert other != env.session.goal.asin.lower()
+    commands, info = _play_expert(env, [f"click[{other}]", "click[description]"])
+    assert commands[:3] == ["click[< prev]", "click[< prev]", "click[back to search]"]
+    assert info["won"]

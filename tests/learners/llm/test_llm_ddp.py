@@ -350,7 +350,7 @@ def test_torchrun_trains_the_example_on_two_ranks(tmp_path):
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
         "--master_port", str(_free_port()), "examples/train_llm.py", "--model", "tiny",
-        "--iterations", "2", "--groups", "2", "--group-size", "2", "--format-warm-start", "2",
+        "--iterations", "2", "--groups", "2", "--group-size", "2", "--warm-start", "format", "--warm-start-steps", "2",
         "--eval-tasks", "3", "--eval-modes", "greedy", "--export", "none", "--threads", "1",
         "--out", str(tmp_path),
     ]  # fmt: skip
@@ -381,7 +381,7 @@ def test_torchrun_trains_the_example_on_two_gpus(parallel, tmp_path):
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
         "--master_port", str(_free_port()), "examples/train_llm.py", "--model", "tiny",
-        "--iterations", "2", "--groups", "2", "--group-size", "2", "--format-warm-start", "2",
+        "--iterations", "2", "--groups", "2", "--group-size", "2", "--warm-start", "format", "--warm-start-steps", "2",
         "--eval-tasks", "3", "--parallel", parallel, "--out", str(tmp_path),
     ]  # fmt: skip
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)

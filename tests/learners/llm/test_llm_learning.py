@@ -93,7 +93,7 @@ def test_the_flagship_script_trains_with_model_based_credit(credit, extra, keys,
     through their wrappers like any other, and their costs reach the learner's metrics."""
     cmd = [
         sys.executable, "examples/train_llm.py", "--iterations", "1", "--credit", credit,
-        "--groups", "2", "--group-size", "4", "--format-warm-start", "2", "--eval-tasks", "2",
+        "--groups", "2", "--group-size", "4", "--warm-start", "format", "--warm-start-steps", "2", "--eval-tasks", "2",
         "--export", "none", "--out", str(tmp_path), "--threads", "1", *extra,
     ]  # fmt: skip
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)

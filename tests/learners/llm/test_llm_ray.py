@@ -20,7 +20,7 @@ TIMINGS = ("time", "tokens_per_s", "outside_model_share", "credit_time_share")
 def run(vectorization: str, out: Path) -> list[dict[str, str]]:
     cmd = [
         sys.executable, "examples/train_llm.py", "--iterations", "1", "--groups", "2",
-        "--group-size", "4", "--format-warm-start", "2", "--eval-tasks", "2", "--export", "none",
+        "--group-size", "4", "--warm-start", "format", "--warm-start-steps", "2", "--eval-tasks", "2", "--export", "none",
         "--threads", "1", "--vectorization", vectorization, "--out", str(out),
     ]  # fmt: skip
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)

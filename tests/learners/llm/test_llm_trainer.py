@@ -422,10 +422,10 @@ def test_user_env_trains_with_the_generic_prompt(tmp_path):
 
 
 def test_format_warm_start_needs_admissible_actions():
-    from learners.llm.warm_start import format_warm_start
+    from learners.llm.warm_start import supervised_warm_start
 
     with pytest.raises(ValueError, match="admissible_actions"):
-        format_warm_start(tiny_policy(), EchoEnv(), ["apple"], steps=1)
+        supervised_warm_start(tiny_policy(), EchoEnv(), ["apple"], steps=1)
 
 
 def _fresh(obs):
@@ -931,7 +931,18 @@ def test_eval_untrained_adds_its_lines_and_leaves_the_run_unchanged(tmp_path, ca
     (the extra evaluation draws from a forked RNG)."""
     from learners.llm.cli import main
 
-    flags = ["--iterations", "1", "--format-warm-start", "20", "--groups", "2", "--group-size", "2"]
+    flags = [
+        "--iterations",
+        "1",
+        "--warm-start",
+        "format",
+        "--warm-start-steps",
+        "20",
+        "--groups",
+        "2",
+        "--group-size",
+        "2",
+    ]
     flags += ["--eval-tasks", "4", "--no-progress", "--export", "none", "--threads", "1"]
     assert main([*flags, "--out", str(tmp_path / "plain")]) == 0
     plain = capsys.readouterr().out.splitlines()

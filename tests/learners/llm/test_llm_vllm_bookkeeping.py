@@ -360,19 +360,19 @@ def test_vllm_and_export_flags():
     assert (
         args.export == "merged" and args.model == "tiny" and args.env_kwargs == tiny["env_kwargs"]
     )
-    assert (args.groups, args.group_size, args.format_warm_start) == (8, 8, 200)
+    assert (args.groups, args.group_size, args.warm_start_steps) == (8, 8, 200)
     for f in dataclasses.fields(TrainConfig):
         assert getattr(args.config, f.name) == tiny.get(f.name, getattr(defaults, f.name))
     args = parse_args(["--model", "smollm2", "--lr", "3e-5"])
     assert args.lora and args.config.temperature == 0.7 and args.config.lr == 3e-5  # flag > recipe
     assert args.config.lora_rank == 16
     args = parse_args(["--env", "agentenvs/ALFWorld-v0"])  # the ALFWorld line's recipe
-    assert args.env_kwargs == {"max_steps": 8, "drop_help": True} and args.format_warm_start == 120
+    assert args.env_kwargs == {"max_steps": 8, "drop_help": True} and args.warm_start_steps == 120
     assert (args.groups, args.group_size, args.config.eval_tasks) == (4, 4, 12)
     args = parse_args(["--env", "agentenvs/ALFWorld-v0", "--model", "smollm2"])  # no recipe
-    assert args.env_kwargs is None and args.format_warm_start == 0 and args.config == defaults
+    assert args.env_kwargs is None and args.warm_start == "none" and args.config == defaults
     args = parse_args(["--env", "agentenvs/SearchQA-v0"])  # TrainConfig's defaults, env's options
-    assert args.env_kwargs is None and args.format_warm_start == 0 and args.config == defaults
+    assert args.env_kwargs is None and args.warm_start == "none" and args.config == defaults
     argv = [
         "--backend=vllm",
         "--vllm-gpu-memory-utilization=0.3",

@@ -31,7 +31,7 @@ from learners.llm.rollout import (  # noqa: E402
     prompts_of,
 )
 from learners.llm.trainer import Trainer  # noqa: E402
-from learners.llm.warm_start import collect_states, format_warm_start  # noqa: E402
+from learners.llm.warm_start import collect_states, supervised_warm_start  # noqa: E402
 from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -152,7 +152,7 @@ def _warm(max_turns=None) -> Policy:
     torch.manual_seed(0)
     policy, env = tiny_policy(), Walk()
     tasks = env.tasks.ids("train")
-    format_warm_start(policy, env, tasks, steps=100, max_states=256, max_turns=max_turns)
+    supervised_warm_start(policy, env, tasks, steps=100, max_states=256, max_turns=max_turns)
     return policy
 
 
@@ -173,12 +173,94 @@ def test_first_turns_only_leave_later_turns_invalid():
     assert _later_turns(rates) < 0.8, rates
 
 
+# -- the demonstration warm start (docs/learner-warm-start.md, section 2) ------------------------
+class Guided(Walk):
+    """The toy env with an expert: ``forward`` until the target (t1-t4 are won in 1-4 moves)."""
+
+    def expert_action(self) -> str | None:
+        return "forward" if self.pos < self.target else None
+
+
+def test_demo_states_are_the_experts_moves_with_the_learners_prompt():
+    policy, env = Policy(None, tiny_tokenizer()), Guided()
+    tasks = ["t1", "t2", "t3", "t4"]
+    states = collect_states(policy, env, tasks, "demo", max_states=10, seed=1)
+    assert len(states) == 10 and all(s.actions == ("forward",) for s in states)
+    turns = [s.turn for s in states]  # each walk follows the expert to the target: 1, 2, .., t
+    assert sorted(turns) == [1, 1, 1, 1, 2, 2, 2, 3, 3, 4]
+    prompt = agent_prompt_for(env, "compact")
+    obs, info = Guided().reset(options={"task_id": "t3"})
+    first = collect_states(policy, Guided(), ["t3"], "demo", max_states=3)
+    assert [s.turn for s in first] == [1, 2, 3]
+    assert first[0].prompt_ids == prompt_ids(policy, prompt, EpisodeMemory(), obs, info)
+    assert "Your last moves: forward, forward." in tiny_tokenizer().decode(first[2].prompt_ids)
+
+
+def test_an_expert_without_a_move_ends_its_walk_and_one_that_never_moves_is_an_error():
+    class Tired(Guided):  # no move from 1 on: walks of one state
+        def expert_action(self) -> str | None:
+            return "forward" if self.pos == 0 else None
+
+    states = collect_states(Policy(None, tiny_tokenizer()), Tired(), ["t4"], "demo", max_states=3)
+    assert [s.turn for s in states] == [1, 1, 1]
+
+    class Idle(Guided):
+        def expert_action(self) -> None:
+            return None
+
+    with pytest.raises(ValueError, match="Idle: the expert gave no move at the start of 2 tasks"):
+        collect_states(Policy(None, tiny_tokenizer()), Idle(), ["t1", "t2"], "demo", max_states=3)
+
+
+def test_a_demonstration_the_env_rejects_fails_loudly():
+    """Quality bar (issue 34): an invalid demonstration stops the warm start, naming the env, the
+    task, the turn and the action."""
+
+    class Lost(Guided):  # 'fly' is not an action of the env
+        def expert_action(self) -> str:
+            return "fly" if self.pos == 1 else "forward"
+
+    with pytest.raises(
+        RuntimeError, match=r"^Lost rejected .* task 't3' at turn 2: .*fly.*admissible"
+    ):
+        supervised_warm_start(tiny_policy(), Lost(), ["t3"], "demo", steps=1, max_states=4)
+
+
+def test_an_env_without_an_expert_is_a_one_line_usage_error(capsys):
+    """Quality bar (issue 34): ``--warm-start demo`` on an env without the ``expert_action`` hook
+    exits before any training with one line naming the env and the hook; so does the old flag."""
+    with pytest.raises(
+        ValueError, match=r"^Walk has no expert .* lacks the expert_action\(\) hook"
+    ):
+        collect_states(Policy(None, tiny_tokenizer()), Walk(), ["t1"], "demo")
+    with pytest.raises(ValueError, match="teacher must be one of"):
+        collect_states(Policy(None, tiny_tokenizer()), Walk(), ["t1"], "expert")
+    gym.register("test/Walk-v0", entry_point=Walk)
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            parse_args(["--env", "test/Walk-v0", "--warm-start", "demo"], prog="train_llm.py")
+    finally:
+        del gym.registry["test/Walk-v0"]
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "train_llm.py: error: --warm-start demo: test/Walk-v0 has no expert to demonstrate: it "
+        "lacks the expert_action() hook (docs/custom-env.md)\n"
+    )
+    with pytest.raises(SystemExit):
+        parse_args(["--iterations", "1", "--format-warm-start=5"], prog="train_llm.py")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--warm-start format --warm-start-steps N" in err
+    args = parse_args(["--warm-start", "demo", "--warm-start-steps", "7", "--env-kwargs", "{}"])
+    assert (args.warm_start, args.warm_start_steps) == ("demo", 7)  # Sokoban has its solver
+
+
 # -- progress --------------------------------------------------------------------------------------
 def test_the_warm_start_bars_go_to_stderr_only_when_asked(capsys):
     env = Walk()
-    format_warm_start(tiny_policy(), env, env.tasks.ids("train"), steps=3, max_states=8)
+    supervised_warm_start(tiny_policy(), env, env.tasks.ids("train"), steps=3, max_states=8)
     assert capsys.readouterr() == ("", "")
-    format_warm_start(
+    supervised_warm_start(
         tiny_policy(), env, env.tasks.ids("train"), steps=3, max_states=8, progress=True
     )
     out, err = capsys.readouterr()
@@ -240,7 +322,18 @@ def test_train_llm_progress_flag():
 @pytest.mark.slow  # two short runs of the script (~30 s each on a loaded machine)
 def test_train_llm_shows_bars_on_stderr_and_the_same_report_without_them(tmp_path):
     args = [sys.executable, str(ROOT / "examples" / "train_llm.py"), "--iterations", "1"]
-    args += ["--format-warm-start", "5", "--groups", "2", "--group-size", "2", "--eval-tasks", "4"]
+    args += [
+        "--warm-start",
+        "format",
+        "--warm-start-steps",
+        "5",
+        "--groups",
+        "2",
+        "--group-size",
+        "2",
+        "--eval-tasks",
+        "4",
+    ]
     args += ["--export", "none", "--threads", "1", "--store", "none"]
     env = {
         **os.environ,
