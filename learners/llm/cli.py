@@ -93,14 +93,19 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   140 + 60).
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
-        "env_kwargs": {"max_solution_steps": 1, "max_steps": 1},
-        "warm_start": "format",
-        "warm_start_steps": 200,
+        "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 6},
+        "warm_start": "demo",
+        "warm_start_steps": 300,
+        "history_length": 0,
         "groups": 8,
         "group_size": 8,
         "iterations": 20,
-        "lr": 1e-3,
-        "kl_coef": 0.0,
+        "lr": 3e-4,
+        "warmup_steps": 16,
+        "kl_coef": 0.05,
+        "ppo_epochs": 4,
+        "mini_batches": 4,
+        "micro_batch_size": 32,
         "max_new_tokens": 16,  # the longest move, </think><action>down</action>, is 13 tokens
     },
     (MAIN_JOB_ENV, "smollm2"): {
