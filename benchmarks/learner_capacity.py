@@ -17,6 +17,10 @@ is never read here).
 
     python benchmarks/learner_capacity.py                         # 3 sizes, ~10 CPU-minutes
     python benchmarks/learner_capacity.py --sizes 64x2 --steps 600 --threads 1
+    python benchmarks/learner_capacity.py --observation offsets --sizes 64x2 --lr 3e-3 --steps 1000
+
+``--observation offsets`` trains on the env's offsets observation (``box R C target R C``) and
+its prompt instead of the grid.
 """
 
 from __future__ import annotations
@@ -156,6 +160,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--min-solution-steps", type=int, default=2)
     parser.add_argument("--max-solution-steps", type=int, default=4)
+    parser.add_argument(
+        "--observation", default="grid", choices=("grid", "offsets"), help="the env's option"
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -165,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         min_solution_steps=args.min_solution_steps,
         curriculum_size=(320, 64),
         max_steps=args.max_solution_steps,
+        observation=args.observation,
     )
     ids = env.unwrapped.tasks.ids("train")
     tok = build_tiny_tokenizer()

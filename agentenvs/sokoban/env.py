@@ -33,6 +33,13 @@ The env in full (generator, dynamics, observations, actions, compat mode, info k
 ######
 >>> env.step("right")[1:4], env.step("right")[1:4]
 ((-0.1, False, False), (10.9, True, False))
+
+With ``observation="offsets"`` the same room reads as offsets (``info["state_key"]`` is the grid):
+
+>>> env = SokobanEnv(action_format="plain", observation="offsets")
+>>> obs, info = env.reset(options={"task_id": "seed-42"})
+>>> obs, env.step("right")[0]
+('box 0 1 target 0 2', 'box 0 1 target 0 1')
 """
 
 from __future__ import annotations
@@ -48,7 +55,12 @@ from agentenvs.core.parsing import _CJK
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.sokoban.game import CELL_TEXT, SokobanGame
 from agentenvs.sokoban.generator import Room, generate_room_with_retries
-from agentenvs.sokoban.prompts import CompactSokobanPrompt, SokobanPrompt, project_sokoban_action
+from agentenvs.sokoban.prompts import (
+    CompactSokobanPrompt,
+    OffsetsSokobanPrompt,
+    SokobanPrompt,
+    project_sokoban_action,
+)
 from agentenvs.sokoban.render import TILE, render_rgb
 from agentenvs.sokoban.solver import solve
 
@@ -137,6 +149,10 @@ class SokobanEnv(TextAgentEnv):
             moves (default 1: none left out), e.g. 2 for rooms that need 2-4 moves.
         curriculum_size: rooms per split under ``max_solution_steps``: one int for both splits or
             ``(train, test)``; default :data:`CURRICULUM_SIZE` ``(256, 64)``. Ignored without a bound.
+        observation: ``"grid"`` (default, the reference text grid) or ``"offsets"``
+            (``box R C target R C``: the box's row/column minus the player's, then the target's
+            minus the box's; one box only, not with ``visual``; docs/sokoban.md, *Observations*).
+            ``info["state_key"]`` stays the grid either way.
         validation_size: with ``max_solution_steps``, a ``validation`` split of this many rooms:
             the next train-range rooms of the curriculum after the ``train`` ones (disjoint from
             both splits; for choosing recipes without reading ``test``). Default 0: none.
@@ -162,10 +178,19 @@ class SokobanEnv(TextAgentEnv):
         min_solution_steps: int = 1,
         curriculum_size: int | tuple[int, int] = CURRICULUM_SIZE,
         validation_size: int = 0,
+        observation: str = "grid",
         **kwargs: Any,
     ) -> None:
         if compat not in (None, "verl-agent"):
             raise ValueError(f"compat must be None or 'verl-agent', got {compat!r}")
+        if observation not in ("grid", "offsets"):
+            raise ValueError(f"observation must be 'grid' or 'offsets', got {observation!r}")
+        if observation == "offsets" and (int(num_boxes) != 1 or visual):
+            raise ValueError(
+                "observation='offsets' describes one box in text: it needs num_boxes=1 and "
+                f"visual=False, got num_boxes={num_boxes}, visual={visual}"
+            )
+        self.observation = observation
         self.dim_room = (int(dim_room[0]), int(dim_room[1]))
         self.num_boxes = int(num_boxes)
         self.search_depth = int(search_depth)
@@ -213,11 +238,17 @@ class SokobanEnv(TextAgentEnv):
         """:class:`~agentenvs.sokoban.prompts.SokobanPrompt` (``"reference"``, verl-agent's text) or
         :class:`~agentenvs.sokoban.prompts.CompactSokobanPrompt` (``"compact"``); history 2 by default.
 
+        With ``observation="offsets"`` the compact style is
+        :class:`~agentenvs.sokoban.prompts.OffsetsSokobanPrompt` (it explains the offsets).
+
         >>> SokobanEnv().agent_prompt("compact", history_length=3)
         ... # doctest: +ELLIPSIS
         CompactSokobanPrompt(history_length=3, ...)
         """
-        cls = SokobanPrompt if check_prompt_style(style) == "reference" else CompactSokobanPrompt
+        if check_prompt_style(style) == "reference":
+            cls = SokobanPrompt
+        else:
+            cls = OffsetsSokobanPrompt if self.observation == "offsets" else CompactSokobanPrompt
         return cls() if history_length is None else cls(history_length=history_length)
 
     def expert_action(self) -> str | None:
@@ -247,7 +278,10 @@ class SokobanEnv(TextAgentEnv):
         self._moved = False
 
     def _observation(self, feedback: str) -> Any:
-        text = self.game.text()
+        if self.observation == "offsets":
+            text = "box {} {} target {} {}".format(*self.game.offsets())
+        else:
+            text = self.game.text()
         if feedback:
             text = f"{text}\n{feedback}"
         if self.visual:
