@@ -361,6 +361,8 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
         _error(prog, f"--credit {args.credit}: advantage 'rewards' needs a learner with a critic "
                "(learners.sb3.CreditPPO); this learner takes each turn's value as its advantage, "
                "so use 'group_relative'")  # fmt: skip
+    if args.warm_start_steps < 0:
+        _error(prog, f"--warm-start-steps {args.warm_start_steps}: must be >= 0")
     if args.warm_start == "demo":
         _check_expert(args, prog)
     return args
