@@ -3,7 +3,9 @@
 The default is the README's main job, offline on a CPU in a few minutes: the tiny randomly
 initialised model gets a deliberately small demonstration warm start (supervised steps on the BFS
 solver's moves, the env's ``expert_action`` hook), then multi-turn PPO with GraphGPO credit on
-multi-step Sokoban episodes (the recipe's rooms and budgets: ``RECIPES`` in learners/llm/cli.py;
+multi-step Sokoban episodes (rooms solved in 2-4 moves, shown as the env's offsets observation,
+``box R C target R C``, which the tiny model can read where it cannot read the grid; the
+recipe's rooms and budgets: ``RECIPES`` in learners/llm/cli.py;
 the update: 4 epochs x 4 mini-batches, lr warmup, KL 0.05 to the warm-started policy,
 docs/learner-recipe.md); it prints the test success after the warm start and after RL, greedy and
 sampled, with the 95% interval of the per-room gain (one line per evaluated test split and

@@ -82,10 +82,11 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #: its numbers are the learner's budget (steps, groups, iterations) for one model on one env.
 #:
 #: * Sokoban. ``tiny`` (the main job, a randomly initialised model): rooms whose shortest solution
-#:   takes 2-4 moves (the env's curriculum options), 6-step episodes, a small demonstration warm
-#:   start (300 steps of the BFS solver's moves), then GraphGPO with 4 epochs x 4 mini-batches,
-#:   lr warmup and KL 0.05 to the warm-started policy (chosen on the ``validation`` split:
-#:   docs/learner-recipe.md). ``smollm2``: LoRA on two-step episodes in one-push rooms at
+#:   takes 2-4 moves (the env's curriculum options), 6-step episodes, the env's offsets
+#:   observation (a form the tiny model can read: docs/learner-capacity.md), a small
+#:   demonstration warm start (400 steps of the BFS solver's moves), then 40 iterations of
+#:   GraphGPO with 4 epochs x 4 mini-batches, lr warmup and KL 0.05 to the warm-started policy
+#:   (chosen on the ``validation`` split: docs/learner-recipe.md). ``smollm2``: LoRA on two-step episodes in one-push rooms at
 #:   temperature 0.7 (measured in the README: it does not reach a significant gain in 15 minutes
 #:   on 2 cores).
 #: * ALFWorld ``tiny`` (the ALFWorld line, sized to end within 15 minutes on 2 cores): the same
@@ -95,13 +96,18 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   140 + 60).
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
-        "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 6},
+        "env_kwargs": {
+            "max_solution_steps": 4,
+            "min_solution_steps": 2,
+            "max_steps": 6,
+            "observation": "offsets",
+        },
         "warm_start": "demo",
-        "warm_start_steps": 300,
+        "warm_start_steps": 400,
         "history_length": 0,
         "groups": 8,
         "group_size": 8,
-        "iterations": 20,
+        "iterations": 40,
         "lr": 3e-4,
         "warmup_steps": 16,
         "kl_coef": 0.05,

@@ -364,7 +364,7 @@ def test_vllm_and_export_flags():
         8,
         8,
         "demo",
-        300,
+        tiny["warm_start_steps"],
     )
     for f in dataclasses.fields(TrainConfig):
         assert getattr(args.config, f.name) == tiny.get(f.name, getattr(defaults, f.name))
