@@ -15,8 +15,8 @@ above ``2**16``). A task id always gives the same room, in any process, on any m
 
 Curriculum: ``SokobanEnv(max_solution_steps=k)`` (also ``gym.make("agentenvs/Sokoban-v0",
 max_solution_steps=k)``) restricts both splits to rooms whose shortest solution takes at most ``k``
-moves: the first ``curriculum_size`` such rooms of each split in seed order (default 256 train, 64
-test), found with :func:`~agentenvs.sokoban.solver.solve` once per process and configuration.
+moves (and, with ``min_solution_steps=m``, at least ``m``): the first ``curriculum_size`` such rooms
+of each split in seed order (default 256 train, 64 test), found with :func:`~agentenvs.sokoban.solver.solve` once per process and configuration.
 
 The agent-facing prompts come from :meth:`SokobanEnv.agent_prompt` (:mod:`agentenvs.sokoban.prompts`).
 
@@ -33,6 +33,13 @@ The env in full (generator, dynamics, observations, actions, compat mode, info k
 ######
 >>> env.step("right")[1:4], env.step("right")[1:4]
 ((-0.1, False, False), (10.9, True, False))
+
+With ``observation="offsets"`` the same room reads as offsets (``info["state_key"]`` is the grid):
+
+>>> env = SokobanEnv(action_format="plain", observation="offsets")
+>>> obs, info = env.reset(options={"task_id": "seed-42"})
+>>> obs, env.step("right")[0]
+('box 0 1 target 0 2', 'box 0 1 target 0 1')
 """
 
 from __future__ import annotations
@@ -48,7 +55,12 @@ from agentenvs.core.parsing import _CJK
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.sokoban.game import CELL_TEXT, SokobanGame
 from agentenvs.sokoban.generator import Room, generate_room_with_retries
-from agentenvs.sokoban.prompts import CompactSokobanPrompt, SokobanPrompt, project_sokoban_action
+from agentenvs.sokoban.prompts import (
+    CompactSokobanPrompt,
+    OffsetsSokobanPrompt,
+    SokobanPrompt,
+    project_sokoban_action,
+)
 from agentenvs.sokoban.render import TILE, render_rgb
 from agentenvs.sokoban.solver import solve
 
@@ -84,8 +96,10 @@ def curriculum_task_ids(
     dim_room: tuple[int, int] = (6, 6),
     num_boxes: int = 1,
     search_depth: int = 30,
+    min_solution_steps: int = 1,
 ) -> tuple[str, ...]:
-    """The first ``count`` task ids of ``split`` (seed order) solvable in ``<= max_solution_steps``.
+    """The first ``count`` task ids of ``split`` (seed order) whose shortest solution takes
+    ``min_solution_steps`` to ``max_solution_steps`` moves.
 
     Deterministic and cached per process and configuration. Scanning costs ~2 ms per room; with a
     bound of 1 about one room in twelve qualifies, so the default 256 + 64 rooms take ~5-10 s once
@@ -94,16 +108,22 @@ def curriculum_task_ids(
 
     >>> curriculum_task_ids("train", 2, 3)
     ('seed-1', 'seed-3', 'seed-4')
+    >>> curriculum_task_ids("train", 4, 3, min_solution_steps=3)
+    ('seed-7', 'seed-8', 'seed-9')
     """
-    if max_solution_steps < 1:
-        raise ValueError(f"max_solution_steps must be >= 1, got {max_solution_steps}")
+    if not 1 <= min_solution_steps <= max_solution_steps:
+        raise ValueError(
+            f"need 1 <= min_solution_steps <= max_solution_steps, got {min_solution_steps} and "
+            f"{max_solution_steps}"
+        )
     if count < 1:
         raise ValueError(f"the curriculum needs at least one room per split, got {count}")
     ids = {"train": _TRAIN, "test": _TEST}[split]
     out: list[str] = []
     for task_id in ids:
         room = room_for_task(task_id, tuple(dim_room), num_boxes, search_depth)
-        if solve(room.fixed, room.state, max_depth=max_solution_steps) is not None:
+        solution = solve(room.fixed, room.state, max_depth=max_solution_steps)
+        if solution is not None and len(solution) >= min_solution_steps:
             out.append(task_id)
             if len(out) == count:
                 break
@@ -125,8 +145,17 @@ class SokobanEnv(TextAgentEnv):
         max_solution_steps: ``None`` (all rooms) or a curriculum bound ``k >= 1``: the ``train``
             and ``test`` splits hold only rooms whose shortest solution takes ``<= k`` moves (see
             :func:`curriculum_task_ids`); ``reset`` draws from them and other task ids are unknown.
+        min_solution_steps: with ``max_solution_steps``, also leave out rooms solved in fewer
+            moves (default 1: none left out), e.g. 2 for rooms that need 2-4 moves.
         curriculum_size: rooms per split under ``max_solution_steps``: one int for both splits or
             ``(train, test)``; default :data:`CURRICULUM_SIZE` ``(256, 64)``. Ignored without a bound.
+        observation: ``"grid"`` (default, the reference text grid) or ``"offsets"``
+            (``box R C target R C``: the box's row/column minus the player's, then the target's
+            minus the box's; one box only, not with ``visual``; docs/sokoban.md, *Observations*).
+            ``info["state_key"]`` stays the grid either way.
+        validation_size: with ``max_solution_steps``, a ``validation`` split of this many rooms:
+            the next train-range rooms of the curriculum after the ``train`` ones (disjoint from
+            both splits; for choosing recipes without reading ``test``). Default 0: none.
         **kwargs: :class:`~agentenvs.core.TextAgentEnv` options (``split``,
             ``invalid_action_penalty``, ``action_format``, ``require_think``, ``render_mode``).
 
@@ -146,15 +175,27 @@ class SokobanEnv(TextAgentEnv):
         visual: bool = False,
         compat: str | None = None,
         max_solution_steps: int | None = None,
+        min_solution_steps: int = 1,
         curriculum_size: int | tuple[int, int] = CURRICULUM_SIZE,
+        validation_size: int = 0,
+        observation: str = "grid",
         **kwargs: Any,
     ) -> None:
         if compat not in (None, "verl-agent"):
             raise ValueError(f"compat must be None or 'verl-agent', got {compat!r}")
+        if observation not in ("grid", "offsets"):
+            raise ValueError(f"observation must be 'grid' or 'offsets', got {observation!r}")
+        if observation == "offsets" and (int(num_boxes) != 1 or visual):
+            raise ValueError(
+                "observation='offsets' describes one box in text: it needs num_boxes=1 and "
+                f"visual=False, got num_boxes={num_boxes}, visual={visual}"
+            )
+        self.observation = observation
         self.dim_room = (int(dim_room[0]), int(dim_room[1]))
         self.num_boxes = int(num_boxes)
         self.search_depth = int(search_depth)
         self.max_solution_steps = max_solution_steps
+        self.min_solution_steps = min_solution_steps
         splits: dict[str, Any] = {"train": _TRAIN, "test": _TEST}
         if max_solution_steps is not None:
             sizes = (
@@ -165,11 +206,15 @@ class SokobanEnv(TextAgentEnv):
             if len(sizes) != 2:
                 raise ValueError(f"curriculum_size must be an int or (train, test), got {sizes}")
             bound = int(max_solution_steps)
-            config = (self.dim_room, self.num_boxes, self.search_depth)
+            config = (self.dim_room, self.num_boxes, self.search_depth, int(min_solution_steps))
+            train = int(sizes[0])
+            seen = curriculum_task_ids("train", bound, train + int(validation_size), *config)
             splits = {
-                "train": curriculum_task_ids("train", bound, int(sizes[0]), *config),
+                "train": seen[:train],
                 "test": curriculum_task_ids("test", bound, int(sizes[1]), *config),
             }
+            if validation_size:
+                splits["validation"] = seen[train:]
         self.curriculum_size = curriculum_size
         super().__init__(tasks=TaskPanel(splits), max_steps=max_steps, **kwargs)
         self.visual = visual
@@ -193,11 +238,17 @@ class SokobanEnv(TextAgentEnv):
         """:class:`~agentenvs.sokoban.prompts.SokobanPrompt` (``"reference"``, verl-agent's text) or
         :class:`~agentenvs.sokoban.prompts.CompactSokobanPrompt` (``"compact"``); history 2 by default.
 
+        With ``observation="offsets"`` the compact style is
+        :class:`~agentenvs.sokoban.prompts.OffsetsSokobanPrompt` (it explains the offsets).
+
         >>> SokobanEnv().agent_prompt("compact", history_length=3)
         ... # doctest: +ELLIPSIS
         CompactSokobanPrompt(history_length=3, ...)
         """
-        cls = SokobanPrompt if check_prompt_style(style) == "reference" else CompactSokobanPrompt
+        if check_prompt_style(style) == "reference":
+            cls = SokobanPrompt
+        else:
+            cls = OffsetsSokobanPrompt if self.observation == "offsets" else CompactSokobanPrompt
         return cls() if history_length is None else cls(history_length=history_length)
 
     def expert_action(self) -> str | None:
@@ -227,7 +278,10 @@ class SokobanEnv(TextAgentEnv):
         self._moved = False
 
     def _observation(self, feedback: str) -> Any:
-        text = self.game.text()
+        if self.observation == "offsets":
+            text = "box {} {} target {} {}".format(*self.game.offsets())
+        else:
+            text = self.game.text()
         if feedback:
             text = f"{text}\n{feedback}"
         if self.visual:

@@ -163,6 +163,24 @@ class SokobanGame:
             out[self.player] = PLAYER_ON_TARGET
         return out.reshape(self.rows, self.cols)
 
+    def offsets(self) -> tuple[int, int, int, int]:
+        """``(box row, box col, target row, target col)`` offsets of a one-box room: the box's
+        position minus the player's, then the target's minus the box's (rows count down, columns
+        right; docs/sokoban.md, *Observations*). ``ValueError`` for more than one box.
+
+        >>> fixed = np.array([[0,0,0,0,0],[0,1,1,2,0],[0,1,1,1,0],[0,0,0,0,0]])
+        >>> state = np.array([[0,0,0,0,0],[0,1,1,2,0],[0,5,4,1,0],[0,0,0,0,0]])
+        >>> SokobanGame(fixed, state).offsets()
+        (0, 1, -1, 1)
+        """
+        if self.num_boxes != 1:
+            raise ValueError(f"offsets describe one box, this room has {self.num_boxes}")
+        box = next(i for i, code in enumerate(self.cells) if code in (BOX, BOX_ON_TARGET))
+        target = self.fixed.index(TARGET)
+        cols = self.cols
+        (pr, pc), (br, bc), (tr, tc) = (divmod(i, cols) for i in (self.player, box, target))
+        return br - pr, bc - pc, tr - br, tc - bc
+
     def text(self) -> str:
         """The reference stack's text grid: :data:`CELL_TEXT` cells, rows joined by newlines."""
         if self._text is None:

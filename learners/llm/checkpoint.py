@@ -1,4 +1,4 @@
-"""The trainer's checkpoint file: model, optimizer, precision state and every RNG state.
+"""The trainer's checkpoint file: model, optimizer, learning-rate schedule, precision state and RNGs.
 
 This module holds :class:`Checkpointer` (its ``save`` and ``load``; under FSDP the full model and
 optimizer state, gathered onto rank 0's CPU), and :func:`rng_state` / :func:`set_rng_state`
@@ -72,6 +72,7 @@ class Checkpointer:
         optimizer, precision: the update's optimizer and mixed-precision state.
         dist: this process's place in a ``torchrun`` job.
         fsdp: whether ``model`` is sharded by FSDP2.
+        scheduler: the optimizer's learning-rate schedule (its position: the warmup), or None.
     """
 
     model: Any
@@ -79,6 +80,7 @@ class Checkpointer:
     precision: MixedPrecision
     dist: Distributed
     fsdp: bool
+    scheduler: Any = None
 
     def save(self, path: Path, progress: Mapping[str, Any]) -> None:
         """Write ``path`` (atomically, through ``path.tmp``): the model, optimizer and precision
@@ -95,6 +97,7 @@ class Checkpointer:
                 "model": model_state,
                 "optimizer": optimizer_state,
                 "precision": self.precision.state_dict(),
+                "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
                 **progress,
                 **rank_rng[0],
             }
@@ -129,6 +132,8 @@ class Checkpointer:
             model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
         self.precision.load_state_dict(state["precision"])
+        if self.scheduler is not None and state.get("scheduler") is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
         rank_rng = state.get("rank_rng", [state])
         if len(rank_rng) == self.dist.world_size:
             set_rng_state(rank_rng[self.dist.rank])

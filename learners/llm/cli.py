@@ -84,11 +84,14 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #: :class:`TrainArgs` or ``TrainConfig`` fields). The table lives here, not in the envs, because
 #: its numbers are the learner's budget (steps, groups, iterations) for one model on one env.
 #:
-#: * Sokoban rooms solvable in one push (the env's curriculum option). ``tiny`` (the main job, a
-#:   randomly initialised model): a format-only warm start (uniformly random moves in the env's
-#:   syntax), then RL on one-step episodes picks the moves. ``smollm2``: LoRA on two-step episodes
-#:   at temperature 0.7 (measured in the README: it does not reach a significant gain in 15
-#:   minutes on 2 cores).
+#: * Sokoban. ``tiny`` (the main job, a randomly initialised model): rooms whose shortest solution
+#:   takes 2-4 moves (the env's curriculum options), 6-step episodes, the env's offsets
+#:   observation (a form the tiny model can read: docs/learner-capacity.md), a small
+#:   demonstration warm start (400 steps of the BFS solver's moves), then 40 iterations of
+#:   GraphGPO with 4 epochs x 4 mini-batches, lr warmup and KL 0.05 to the warm-started policy
+#:   (chosen on the ``validation`` split: docs/learner-recipe.md). ``smollm2``: LoRA on two-step episodes in one-push rooms at
+#:   temperature 0.7 (measured in the README: it does not reach a significant gain in 15 minutes
+#:   on 2 cores).
 #: * ALFWorld ``tiny`` (the ALFWorld line, sized to end within 15 minutes on 2 cores): the same
 #:   format warm start on uniformly random admissible commands (``help`` left out: ``drop_help``),
 #:   then GraphGPO on 8-step episodes, and 12 tasks of each test split per decoding on the
@@ -96,14 +99,24 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   140 + 60).
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
-        "env_kwargs": {"max_solution_steps": 1, "max_steps": 1},
-        "warm_start": "format",
-        "warm_start_steps": 200,
+        "env_kwargs": {
+            "max_solution_steps": 4,
+            "min_solution_steps": 2,
+            "max_steps": 6,
+            "observation": "offsets",
+        },
+        "warm_start": "demo",
+        "warm_start_steps": 400,
+        "history_length": 0,
         "groups": 8,
         "group_size": 8,
-        "iterations": 20,
-        "lr": 1e-3,
-        "kl_coef": 0.0,
+        "iterations": 40,
+        "lr": 3e-4,
+        "warmup_steps": 16,
+        "kl_coef": 0.05,
+        "ppo_epochs": 4,
+        "mini_batches": 4,
+        "micro_batch_size": 32,
         "max_new_tokens": 16,  # the longest move, </think><action>down</action>, is 13 tokens
     },
     (MAIN_JOB_ENV, "smollm2"): {
@@ -487,6 +500,8 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
         model_dir = model_dir or resolve_model(args.model)
     except FileNotFoundError as error:  # e.g. --model smollm2 without its wheel: say how, no trace
         raise SystemExit(f"{prog}: {error}") from None
+    if args.config.torch_threads:  # from the start: the warm start runs before the trainer
+        torch.set_num_threads(args.config.torch_threads)
     device = dist.device if dist.enabled else "cuda" if torch.cuda.is_available() else "cpu"
     dtype = DTYPES[args.config.weight_dtype]
     policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=args.config.lora_rank)

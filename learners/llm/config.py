@@ -68,6 +68,10 @@ class TrainConfig:
             from the panel's ``eval_splits``.
         iterations: training iterations (one rollout of every env's group + one update each).
         lr: AdamW learning rate (verl actor: 1e-6 for 1.5B-7B models).
+        warmup_steps: linear learning-rate warmup over this many optimizer steps (counted across
+            iterations: ``lr * min(1, (k + 1) / warmup_steps)`` at step ``k``), then constant; 0 =
+            none (verl: ``lr_warmup_steps`` -1, i.e. none). The schedule's position is in the
+            checkpoint.
         weight_decay: AdamW weight decay (verl actor: 0.01).
         grad_clip: max global grad norm (verl: 1.0).
         clip_ratio: PPO clip epsilon (verl: 0.2); ``clip_ratio_high`` the upper one (None = same).
@@ -186,6 +190,7 @@ class TrainConfig:
     test_tasks: list[str] | None = None
     iterations: int = 6
     lr: float = 2e-5
+    warmup_steps: int = 0
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     clip_ratio: float = 0.2
@@ -246,6 +251,8 @@ class TrainConfig:
             )
         if self.clip_ratio_c is not None and self.clip_ratio_c <= 1.0:
             raise ValueError(f"clip_ratio_c must be > 1 or None, got {self.clip_ratio_c}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
         for name in ("micro_batch_size", "mini_batches", "ppo_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -7,6 +7,8 @@ This module holds:
 * :func:`eval_label` - the ``<label>`` of an evaluation's metrics ``eval/<label>/...``.
 * :func:`rollout_metrics` - success, return, valid-action rate, goal-directed episodes and
   step-advantage statistics of a list of groups.
+* :func:`collapse` - whether an iteration's rollouts left the policy without a learning signal
+  (every step invalid, or every advantage 0 short of solving everything), and why.
 * :func:`goal_directed` - whether an episode took a step its env marked goal-directed.
 * :func:`plot_learning_curve` - the PNG.
 
@@ -36,6 +38,7 @@ __all__ = [
     "MetricsLogger",
     "eval_label",
     "rollout_metrics",
+    "collapse",
     "goal_directed",
     "credit_metrics",
     "plot_learning_curve",
@@ -77,6 +80,26 @@ def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") ->
             adv_zero_frac=float(np.mean(adv == 0.0)),
         )
     return {f"{prefix}{k}": v for k, v in out.items()}
+
+
+def collapse(metrics: dict[str, float]) -> str | None:
+    """Why an iteration with these :func:`rollout_metrics` gives the policy nothing to learn from,
+    or ``None``: every step invalid (the format collapsed: every reward is the invalid penalty),
+    or every advantage 0 although not every episode succeeded (every group scored alike). The
+    trainer logs ``collapsed`` 1.0 and prints a warning line when it is not ``None``.
+
+    >>> collapse({"valid_action_rate": 0.0, "adv_zero_frac": 1.0, "success_rate": 0.0})
+    'every step is invalid (format collapse): every advantage is 0'
+    >>> collapse({"valid_action_rate": 0.9, "adv_zero_frac": 1.0, "success_rate": 0.5})
+    'every advantage is 0: every group scored alike'
+    >>> collapse({"valid_action_rate": 1.0, "adv_zero_frac": 1.0, "success_rate": 1.0}) is None
+    True
+    """
+    if metrics.get("valid_action_rate") == 0.0:
+        return "every step is invalid (format collapse): every advantage is 0"
+    if metrics.get("adv_zero_frac") == 1.0 and metrics.get("success_rate", 0.0) < 1.0:
+        return "every advantage is 0: every group scored alike"
+    return None
 
 
 def credit_metrics(groups: Sequence[Sequence[Trajectory]]) -> dict[str, float]:

@@ -37,7 +37,9 @@ One iteration:
    checkpointing and LoRA);
 4. append the credited groups to the trajectory store (``config.store``: ``out_dir/trajectories``,
    run = the out_dir's name, iteration = the 1-based iteration of the ``metrics.csv`` row; see
-   :mod:`agentenvs.core.store`), log metrics (CSV, TensorBoard, tqdm), evaluate on the tasks of
+   :mod:`agentenvs.core.store`), log metrics (CSV, TensorBoard, tqdm; ``collapsed`` 1.0 and a
+   ``WARNING`` line on stderr when the iteration gave no learning signal:
+   :func:`~learners.llm.metrics.collapse`), evaluate on the tasks of
    each test split (greedy and sampled, every episode's outcome kept, the before/after gain with
    its 95% interval), checkpoint; then the callbacks.
 
@@ -52,10 +54,10 @@ FSDP2, every rank in every collective even with no samples), and every rank keep
 weights. Each split's evaluation tasks are shared out across the ranks and the outcomes gathered;
 only rank 0 writes files (metrics, TensorBoard, checkpoints, the curve, the trajectory store).
 
-Checkpoints hold the model and optimizer state, the fp32 master weights and the loss scaler,
-every RNG state, the iteration and the task-cursor
-position, so a resumed run continues bit-exactly on CPU (every group starts from an explicit task
-id; no env state crosses an iteration).
+Checkpoints hold the model and optimizer state, the learning-rate schedule (warmup), the fp32
+master weights and the loss scaler, every RNG state, the iteration and the task-cursor position,
+so a resumed run continues bit-exactly on CPU (every group starts from an explicit task id; no env
+state crosses an iteration).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -71,6 +74,7 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from tqdm.auto import tqdm
 
 from agentenvs.core.store import TrajectoryStore
 from agentenvs.core.trajectory import Step
@@ -85,6 +89,7 @@ from learners.llm.generation import HFGenerator
 from learners.llm.logprob_gap import logprob_gap
 from learners.llm.metrics import (
     MetricsLogger,
+    collapse,
     credit_metrics,
     plot_learning_curve,
     rollout_metrics,
@@ -211,7 +216,9 @@ class Trainer:
         u = self.updater  # its parts under the trainer's names
         self.precision, self.optimizer = u.precision, u.optimizer
         self.params, self.ref_model = u.params, u.ref_model
-        self.checkpointer = Checkpointer(policy.model, u.optimizer, u.precision, self.dist, u.fsdp)
+        self.checkpointer = Checkpointer(
+            policy.model, u.optimizer, u.precision, self.dist, u.fsdp, u.scheduler
+        )
         self.evaluator = Evaluator(
             config,
             policy,
@@ -246,7 +253,6 @@ class Trainer:
         Under world size > 1 every rank calls it; rank 0 logs, checkpoints and draws, and returns
         the rows; the other ranks return ``[]``.
         """
-        from tqdm.auto import tqdm
 
         cfg = self.config
         total = cfg.iterations if iterations is None else iterations
@@ -307,6 +313,10 @@ class Trainer:
             self._store_groups([g for part in self.dist.gather(groups) for g in part])
         total = time.perf_counter() - start
         metrics = rollout_metrics(groups)
+        why = collapse(metrics)
+        metrics["collapsed"] = float(why is not None)
+        if why is not None and self.dist.is_main:
+            tqdm.write(f"WARNING: iteration {self.iteration} collapsed: {why}", file=sys.stderr)
         credit = credit_metrics(groups)  # a model-based credit method's own costs, if any
         metrics.update(credit)
         metrics.update(update)

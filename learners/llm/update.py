@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -45,7 +46,17 @@ from learners.llm.policy import (
 )
 from learners.llm.precision import DTYPES, MixedPrecision, autocast_dtype
 
-__all__ = ["PPOUpdate"]
+__all__ = ["PPOUpdate", "warmup_factor"]
+
+
+def warmup_factor(step: int, warmup_steps: int) -> float:
+    """The learning-rate multiplier at optimizer step ``step`` (0-based): linear warmup
+    ``(step + 1) / warmup_steps`` up to 1, then 1 (always 1 when ``warmup_steps`` is 0).
+
+    >>> [warmup_factor(k, 4) for k in range(6)], warmup_factor(0, 0)
+    ([0.25, 0.5, 0.75, 1.0, 1.0, 1.0], 1.0)
+    """
+    return 1.0 if warmup_steps <= 0 else min(1.0, (step + 1) / warmup_steps)
 
 
 class PPOUpdate:
@@ -54,7 +65,9 @@ class PPOUpdate:
     Building it casts the model to ``config.weight_dtype``, broadcasts rank 0's weights to every
     rank, makes the frozen reference (a deep copy, or the LoRA base with the adapter disabled),
     enables gradient checkpointing, wraps the model for DDP or shards it for FSDP2 (``dist``
-    world size > 1, ``config.parallel``), and builds the precision and the optimizer.
+    world size > 1, ``config.parallel``), and builds the precision, the optimizer and its learning-rate
+    schedule (``scheduler``: the linear warmup of :func:`warmup_factor` over ``config.warmup_steps``
+    optimizer steps, then constant).
 
     Args:
         config: the run configuration (its ``recompute_old_logprobs`` already resolved).
@@ -96,6 +109,9 @@ class PPOUpdate:
         )
         self.optimizer = torch.optim.AdamW(
             self.precision.optimizer_params, lr=config.lr, weight_decay=config.weight_decay
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, functools.partial(warmup_factor, warmup_steps=config.warmup_steps)
         )
         self._memory_checked = False
 
@@ -309,6 +325,8 @@ class PPOUpdate:
                     for key in keys:
                         sums[key] += st[key]
                 norm_before_clip, was_skipped = self.precision.step(self.optimizer, cfg.grad_clip)
+                if not was_skipped:  # the warmup counts optimizer steps, across iterations
+                    self.scheduler.step()
                 minis += 1
                 skipped += was_skipped
                 grad_norm += 0.0 if was_skipped else norm_before_clip
@@ -323,6 +341,7 @@ class PPOUpdate:
         out.update(
             grad_norm=grad_norm / max(minis - skipped, 1),
             update_steps=float(minis - skipped),
+            lr=self.optimizer.param_groups[0]["lr"],
             skipped_steps=float(skipped),
             update_tokens=float(tokens),
             samples=n_samples,

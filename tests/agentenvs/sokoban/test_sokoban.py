@@ -11,6 +11,7 @@ import pytest
 from gymnasium.error import ResetNeeded
 
 import agentenvs  # noqa: F401  (registers the ids)
+from agentenvs.core import EpisodeMemory
 from agentenvs.sokoban.env import SokobanEnv
 from agentenvs.sokoban.game import SokobanGame
 from agentenvs.sokoban.generator import (
@@ -353,6 +354,24 @@ def test_curriculum_through_gym_make_and_int_size():
         SokobanEnv(max_solution_steps=1, curriculum_size=(1, 2, 3))
 
 
+def test_curriculum_lower_bound_and_validation_split():
+    """``min_solution_steps`` leaves out rooms solved in fewer moves; ``validation_size`` adds
+    the next train-range rooms as a ``validation`` split, disjoint from train and test."""
+    env = SokobanEnv(
+        max_solution_steps=4, min_solution_steps=2, curriculum_size=(6, 3), validation_size=4
+    )
+    tasks = env.tasks
+    train, val = tasks.ids("train"), tasks.ids("validation")
+    assert len(train) == 6 and len(val) == 4 and not set(train) & set(val)
+    assert not set(tasks.ids("test")) & set(train + val)
+    for task_id in train + val:
+        env.reset(options={"task_id": task_id})
+        assert 2 <= len(solve(env._room.fixed, env._room.state, max_depth=4)) <= 4
+    assert "validation" not in SokobanEnv(max_solution_steps=1, curriculum_size=3).tasks.splits
+    with pytest.raises(ValueError, match="min_solution_steps"):
+        SokobanEnv(max_solution_steps=2, min_solution_steps=3)
+
+
 def test_no_curriculum_keeps_the_full_splits():
     env = SokobanEnv()
     assert env.max_solution_steps is None
@@ -393,3 +412,37 @@ def test_the_expert_recovers_after_a_detour_and_gives_up_on_a_dead_room():
     state = np.array([[0, 0, 0, 0, 0], [0, 4, 5, 1, 0], [0, 1, 1, 2, 0], [0, 0, 0, 0, 0]])
     env.game, env._room = SokobanGame(fixed, state), Room(fixed, state, (), 0)
     assert env.expert_action() is None  # the box is in a corner: no solution is left
+
+
+# -- the offsets observation (docs/sokoban.md, Observations) ----------------------------------------
+def test_offsets_observation_follows_the_state_and_keeps_the_grid_key_expert_and_actions():
+    grid = SokobanEnv(max_steps=30)
+    offsets = gym.make("agentenvs/Sokoban-v0", max_steps=30, observation="offsets")
+    for task in ("seed-0", "seed-7", "seed-42"):
+        g_obs, g_info = grid.reset(options={"task_id": task})
+        obs, info = offsets.reset(options={"task_id": task})
+        while True:
+            game = offsets.unwrapped.game
+            codes = game.codes()
+            (pr, pc), (br, bc) = np.argwhere(codes >= 5)[0], np.argwhere(np.isin(codes, (3, 4)))[0]
+            (tr, tc) = np.argwhere(np.reshape(game.fixed, codes.shape) == 2)[0]
+            assert obs == f"box {br - pr} {bc - pc} target {tr - br} {tc - bc}"
+            assert info["state_key"] == g_info["state_key"] == g_obs  # the key stays the grid
+            assert info["admissible_actions"] == ["up", "down", "left", "right"]
+            move = offsets.unwrapped.expert_action()
+            assert move == grid.expert_action()
+            if move is None:
+                break
+            g_obs, *_, g_info = grid.step(_tagged(move))
+            obs, _, terminated, _, info = offsets.step(_tagged(move))
+        assert info["won"] and terminated and obs.endswith("target 0 0")
+    first, _ = offsets.reset(options={"task_id": "seed-42"})
+    obs, *_ = offsets.step("no tags")  # an invalid action: the offsets, then the feedback line
+    assert obs.startswith(first + "\nInvalid action:")
+    prompt = offsets.unwrapped.agent_prompt("compact", 0)
+    assert type(prompt).__name__ == "OffsetsSokobanPrompt"
+    assert prompt.render(EpisodeMemory(), first, {}) == first  # the observation is the prompt
+    with pytest.raises(ValueError, match="num_boxes=1"):
+        SokobanEnv(num_boxes=2, observation="offsets")
+    with pytest.raises(ValueError, match="'grid' or 'offsets'"):
+        SokobanEnv(observation="planes")

@@ -553,6 +553,61 @@ def _update_grads(tmp_path, steps, **overrides):
     return (seen[-1] if seen else []), stats
 
 
+def test_one_update_moves_log_probs_in_the_advantages_direction(tmp_path):
+    """On a fixed batch (advantages +1, -2, +5), one PPO update raises sum_i A_i * log pi(y_i)
+    (each response's summed token log-prob): the policy-gradient direction, not its opposite."""
+    steps = _hand_steps()
+    policy = tiny_policy()
+
+    def score():
+        batch = collate(
+            [s.extras["prompt_ids"].tolist() for s in steps],
+            [s.extras["response_ids"].tolist() for s in steps],
+            policy.pad_id,
+        )
+        with torch.no_grad():
+            logp = token_logprobs(response_logits(policy.model, batch), batch.response_ids)
+        return (logp * batch.response_mask).sum(-1)
+
+    before = score()
+    config = TrainConfig(
+        iterations=1, **{**SMALL, "eval_tasks": 0, "kl_coef": 0.0, "recompute_old_logprobs": True}
+    )
+    trainer = Trainer(config, policy, tmp_path, _graph_envs(1), tensorboard=False, progress=False)
+    stats = trainer.update(steps)
+    trainer.close()
+    change = score() - before
+    adv = torch.tensor([s.advantage for s in steps])
+    assert stats["update_steps"] == 1.0
+    assert float((adv * change).sum()) > 0
+    assert change[2] > 0 and change[1] < 0  # the largest advantage up, the negative one down
+
+
+def test_warmup_ramps_the_learning_rate_per_optimizer_step_and_resumes(tmp_path):
+    """``warmup_steps`` 4 with 2 mini-batches: the first update steps at lr/4 and lr/2, the
+    second at 3lr/4 and lr (the warmup counts optimizer steps across updates); a checkpoint
+    taken between them resumes at 3lr/4."""
+    settings = {**SMALL, "eval_tasks": 0, "warmup_steps": 4, "mini_batches": 2}
+    config = TrainConfig(iterations=1, **settings)
+    trainer = Trainer(
+        config, tiny_policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
+    )
+    seen = []
+    trainer.optimizer.register_step_pre_hook(lambda opt, *_: seen.append(opt.param_groups[0]["lr"]))
+    trainer.update(_hand_steps())
+    path = trainer.save_checkpoint()
+    trainer.update(_hand_steps())
+    trainer.close()
+    lr = SMALL["lr"]
+    assert seen == pytest.approx([lr / 4, lr / 2, 3 * lr / 4, lr])
+    again = Trainer(
+        config, tiny_policy(), tmp_path / "b", _graph_envs(1), tensorboard=False, progress=False
+    )
+    again.load_checkpoint(path)
+    assert again.optimizer.param_groups[0]["lr"] == pytest.approx(3 * lr / 4)
+    again.close()
+
+
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"])
 def test_update_gradient_does_not_depend_on_the_micro_batch_size(tmp_path, mode):
     one, stats = _update_grads(

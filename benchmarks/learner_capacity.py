@@ -1,0 +1,204 @@
+"""Capacity check of the tiny model: supervised on the main job's task, how many steps to 0.9?
+
+The main job (``examples/train_llm.py``) plays Sokoban rooms solvable in 2-4 moves. Before RL can
+be blamed for anything, the model must be able to *represent* the task: this script trains tiny
+models of a few sizes by cross-entropy on the BFS solver's move (:func:`expert_states`: every
+state along the solver's path through each training room, with the prompt the learner shows
+there) and measures, every ``--eval-every`` steps, the **held-out move accuracy**: on the states
+of validation rooms never trained on, the share where the model's most likely answer among the
+four moves (the full response, ``<think>...</think><action>m</action>`` + EOS, scored) is the
+solver's move. It prints one row per size: parameters, seconds per step, the first evaluated
+step with accuracy >= ``--target`` (0.9) and the accuracy at the end. docs/learner-capacity.md
+records the table and the choice of the default it led to.
+
+Rooms: the main job's env options (``max_solution_steps`` 4, ``min_solution_steps`` 2), the first
+256 train-split rooms for training, the next 64 train-split rooms for validation (the test split
+is never read here).
+
+    python benchmarks/learner_capacity.py                         # 3 sizes, ~10 CPU-minutes
+    python benchmarks/learner_capacity.py --sizes 64x2 --steps 600 --threads 1
+    python benchmarks/learner_capacity.py --observation offsets --sizes 64x2 --lr 3e-3 --steps 1000
+
+``--observation offsets`` trains on the env's offsets observation (``box R C target R C``) and
+its prompt instead of the grid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections.abc import Sequence
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import agentenvs  # noqa: F401  (registers the envs)
+from agentenvs.core import EpisodeMemory
+from agentenvs.core.prompting import agent_prompt_for
+from agentenvs.sokoban.solver import solve
+from learners.llm.loss import token_logprobs
+from learners.llm.policy import Policy, collate, response_logits
+from learners.llm.rollout import prompt_ids
+from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+
+__all__ = ["expert_states", "move_accuracy", "train_size", "main"]
+
+MOVES = ("up", "down", "left", "right")
+
+
+def _solver_move(env: gym.Env) -> str:
+    """The BFS solver's first move from the env's current state (player-on-target code 6 -> 5)."""
+    game = env.unwrapped.game
+    state = game.codes().astype(np.int64)
+    state[state == 6] = 5
+    fixed = np.array(game.fixed, dtype=np.int64).reshape(state.shape)
+    return solve(fixed, state)[0]
+
+
+def expert_states(
+    policy: Policy, env: gym.Env, tasks: Sequence[str], history_length: int | None = 0
+) -> list[tuple[list[int], str]]:
+    """(prompt ids, solver move) at every state of the solver's path through each of ``tasks``,
+    with the compact prompt the learner shows there (history ``history_length``)."""
+    prompt = agent_prompt_for(env, "compact", history_length)
+    out = []
+    for task in tasks:
+        obs, info = env.reset(options={"task_id": task})
+        memory = EpisodeMemory()
+        done = False
+        while not done:
+            move = _solver_move(env)
+            out.append((prompt_ids(policy, prompt, memory, obs, info), move))
+            action = prompt.response_prefix + prompt.answer(move)
+            new_obs, _, terminated, truncated, info = env.step(action)
+            memory.record(obs, prompt.project(action))
+            obs, done = new_obs, terminated or truncated
+    return out
+
+
+def _answers(policy: Policy, env: gym.Env) -> dict[str, list[int]]:
+    prompt = agent_prompt_for(env, "compact", 0)
+    tok = policy.tokenizer
+    return {
+        m: tok.encode(prompt.answer(m), add_special_tokens=False) + [tok.eos_token_id]
+        for m in MOVES
+    }
+
+
+@torch.no_grad()
+def move_accuracy(
+    policy: Policy, states: Sequence[tuple[list[int], str]], answers: dict[str, list[int]]
+) -> float:
+    """Share of ``states`` where the most likely of the four full answers is the solver's move."""
+    policy.model.eval()
+    right = 0
+    for start in range(0, len(states), 32):
+        chunk = states[start : start + 32]
+        prompts = [p for p, _ in chunk for _ in MOVES]
+        responses = [answers[m] for _ in chunk for m in MOVES]
+        batch = collate(prompts, responses, policy.pad_id)
+        logp = token_logprobs(response_logits(policy.model, batch), batch.response_ids)
+        total = (logp * batch.response_mask).sum(-1).view(len(chunk), len(MOVES))
+        best = total.argmax(-1).tolist()
+        right += sum(MOVES[b] == m for b, (_, m) in zip(best, chunk, strict=True))
+    return right / len(states)
+
+
+def train_size(
+    hidden: int,
+    layers: int,
+    train: Sequence[tuple[list[int], str]],
+    val: Sequence[tuple[list[int], str]],
+    answers: dict[str, list[int]],
+    tok,
+    *,
+    steps: int,
+    eval_every: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+) -> tuple[int, float, list[tuple[int, float]]]:
+    """Train one size; returns (parameters, seconds per step, [(step, held-out accuracy)])."""
+    torch.manual_seed(seed)
+    model = build_tiny_model(tok, seed=seed, hidden_size=hidden, num_layers=layers)
+    policy = Policy(model, tok)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    rng = random.Random(seed)
+    curve = [(0, move_accuracy(policy, val, answers))]
+    spent = 0.0
+    for step in range(1, steps + 1):
+        t0 = time.perf_counter()
+        model.train()
+        picks = [train[rng.randrange(len(train))] for _ in range(batch_size)]
+        batch = collate([p for p, _ in picks], [answers[m] for _, m in picks], policy.pad_id)
+        logp = token_logprobs(response_logits(model, batch), batch.response_ids)
+        loss = -(logp * batch.response_mask).sum() / batch.response_mask.sum()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        spent += time.perf_counter() - t0
+        if step % eval_every == 0:
+            curve.append((step, move_accuracy(policy, val, answers)))
+            print(f"  {hidden}x{layers} step {step}: loss {loss.item():.3f}, "
+                  f"held-out accuracy {curve[-1][1]:.3f}", flush=True)  # fmt: skip
+    return model.num_parameters(), spent / steps, curve
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sizes", default="64x2,128x2,128x4", help="hidden x layers, comma-separated"
+    )
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--eval-every", type=int, default=50)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--target", type=float, default=0.9)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--min-solution-steps", type=int, default=2)
+    parser.add_argument("--max-solution-steps", type=int, default=4)
+    parser.add_argument(
+        "--observation", default="grid", choices=("grid", "offsets"), help="the env's option"
+    )
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    env = gym.make(
+        "agentenvs/Sokoban-v0",
+        max_solution_steps=args.max_solution_steps,
+        min_solution_steps=args.min_solution_steps,
+        curriculum_size=(320, 64),
+        max_steps=args.max_solution_steps,
+        observation=args.observation,
+    )
+    ids = env.unwrapped.tasks.ids("train")
+    tok = build_tiny_tokenizer()
+    probe = Policy(build_tiny_model(tok), tok)
+    train = expert_states(probe, env, ids[:256])
+    val = expert_states(probe, env, ids[256:320])
+    answers = _answers(probe, env)
+    counts = {m: sum(x == m for _, x in val) for m in MOVES}
+    print(f"{len(train)} training states (256 rooms), {len(val)} held-out states (64 rooms); "
+          f"held-out moves {counts}; prompt {len(train[0][0])} tokens")  # fmt: skip
+    rows = []
+    for size in args.sizes.split(","):
+        hidden, layers = (int(x) for x in size.split("x"))
+        params, per_step, curve = train_size(
+            hidden, layers, train, val, answers, tok, steps=args.steps,
+            eval_every=args.eval_every, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
+        )  # fmt: skip
+        reach = next((s for s, a in curve if a >= args.target), None)
+        rows.append((size, params, per_step, reach, curve[-1][1]))
+    print(f"| size | parameters | s/step (batch {args.batch_size}) | steps to {args.target} | "
+          f"accuracy at {args.steps} |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for size, params, per_step, reach, last in rows:
+        print(f"| {size} | {params:,} | {per_step:.3f} | {reach or '> ' + str(args.steps)} | "
+              f"{last:.3f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
