@@ -144,7 +144,9 @@ def train_size(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="64x2,128x2,128x4", help="hidden x layers, comma-separated")
+    parser.add_argument(
+        "--sizes", default="64x2,128x2,128x4", help="hidden x layers, comma-separated"
+    )
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--eval-every", type=int, default=50)
     parser.add_argument("--lr", type=float, default=1e-3)

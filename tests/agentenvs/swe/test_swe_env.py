@@ -3,6 +3,7 @@ panel (gold patch wins, empty submission loses), workspaces left behind, RTMC on
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import tempfile
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from swe_golden import write_golden_task
+from swe_golden import BUG_PATCH, write_golden_task
 
 import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.swe.env import SWEEnv
@@ -325,3 +326,60 @@ def test_without_git_the_env_says_so(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no git on PATH
     with pytest.raises(RuntimeError, match="SWE-v0 needs git .*apt-get install git"):
         SWEEnv(sandbox="local")
+
+
+# -- the expert (docs/custom-env.md, expert_action) -----------------------------------------------
+def _play_expert(env: SWEEnv, limit: int = 8) -> tuple[list[str], dict]:
+    prompt, commands, info = env.agent_prompt("compact"), [], {}
+    while (command := env.expert_action()) is not None and len(commands) < limit:
+        commands.append(command)
+        _, _, _, _, info = env.step(prompt.response_prefix + prompt.answer(command))
+        assert info["action_valid"] and info["tool_call"]["valid"], info["tool_call"]
+    return commands, info
+
+
+@pytest.mark.parametrize("toolset", ["r2e", pytest.param("mini", marks=pytest.mark.slow)])
+def test_the_expert_plays_the_gold_patch_and_wins(toolset):
+    task = random.Random(toolset).choice(embedded_tasks())  # the slow twin plays 20 more
+    env = SWEEnv([task], split=task.split, toolset=toolset)
+    try:
+        env.reset()
+        commands, info = _play_expert(env)
+        assert len(commands) == 2 and info["won"], task.instance_id  # one hunk, then submit
+        assert env.expert_action() is None  # the episode is over
+    finally:
+        env.close()
+
+
+@pytest.mark.slow  # ~1.5 s a task
+def test_the_expert_wins_on_a_sample_of_the_shipped_tasks():
+    tasks = random.Random(2).sample(embedded_tasks(), 20)
+    env = SWEEnv(tasks, split=tasks[0].split)
+    try:
+        for task in tasks:
+            env.reset(options={"task_id": task.instance_id})
+            assert _play_expert(env)[1]["won"], task.instance_id
+    finally:
+        env.close()
+
+
+def test_the_expert_keeps_to_the_agents_tree_and_gives_up_where_the_gold_edit_cannot_apply(
+    textkit_task,
+):
+    lines = BUG_PATCH.splitlines(keepends=True)  # the gold fix: the bug patch reversed
+    gold = "".join(lines[:-2]) + "-" + lines[-1][1:] + "+" + lines[-2][1:]
+    env = SWEEnv([dataclasses.replace(textkit_task, patch=gold)], split="test")
+    try:
+        env.reset()
+        core = "/testbed/textkit/core.py"
+        edit = call("file_editor", command="str_replace", path=core, old_str="range(1, len(seq), n)",
+                    new_str="range(0, len(seq), n)")  # fmt: skip
+        env.step(edit)  # the agent made the fix itself: the expert submits
+        assert env.expert_action().startswith("<function=finish>")
+        env.reset()
+        env.step(call("file_editor", command="str_replace", path=core, old_str="range(1, len(seq), n)",
+                      new_str="range(2, len(seq), n)"))  # fmt: skip
+        assert env.expert_action() is None  # the gold hunk's old text is gone
+        assert SWEEnv([textkit_task], split="test").expert_action() is None  # before a reset
+    finally:
+        env.close()

@@ -17,7 +17,7 @@ from llm_fixtures import tiny_policy  # noqa: E402
 from agentenvs.core import SeedTaskIds, TaskPanel, TextAgentEnv, text_space  # noqa: E402
 from learners.llm.config import TrainConfig  # noqa: E402
 from learners.llm.trainer import Trainer  # noqa: E402
-from learners.llm.warm_start import format_warm_start  # noqa: E402
+from learners.llm.warm_start import supervised_warm_start  # noqa: E402
 from wrappers import GraphCreditWrapper  # noqa: E402
 
 WORDS = ["up", "down", "left", "right"]
@@ -53,12 +53,13 @@ class LeftBandit(TextAgentEnv):
 def test_rl_learns_the_bandit_greedy_1_within_20_iterations(tmp_path):
     gym.register("test/LeftBandit-v0", entry_point=LeftBandit)
     try:
-        policy = tiny_policy()
+        policy = tiny_policy(seed=1)  # its format warm start answers greedily with another word
         env = gym.make("test/LeftBandit-v0")
-        format_warm_start(policy, env, env.unwrapped.tasks.ids("train"), steps=100, max_states=64)
+        tasks = env.unwrapped.tasks.ids("train")
+        supervised_warm_start(policy, env, tasks, "format", steps=100, max_states=64)
         env.close()
         config = TrainConfig(
-            iterations=20, lr=1e-3, warmup_steps=4, kl_coef=0.0, ppo_epochs=2, mini_batches=2,
+            iterations=20, lr=1e-3, warmup_steps=4, kl_coef=0.05, ppo_epochs=2, mini_batches=2,
             max_new_tokens=16, eval_tasks=8, eval_modes=("greedy",), micro_batch_size=16,
             torch_threads=1, store="none",
         )  # fmt: skip

@@ -1,11 +1,12 @@
 """The README's training lines, run exactly as their commands, print what the README says.
 
-``python examples/train_llm.py`` (the main job: the tiny random model, a format-only warm start
-with uniformly random moves, then 20 PPO iterations of 8 tasks x 8 rollouts with GraphGPO credit on
-one-step episodes in rooms solved by one push) evaluates greedy and sampled decoding on the 64 test
-rooms before and after training; the README's table is what the command prints (about 1 minute on
-one thread). The tiny model does not learn this task (README, "main job"), so nothing here asserts
-a gain. The README's ALFWorld line (``--env agentenvs/ALFWorld-v0 --model tiny``, 7 CPU-minutes)
+``python examples/train_llm.py`` (the main job: the tiny random model, a small demonstration warm
+start on the BFS solver's moves, then 20 PPO iterations of 8 tasks x 8 rollouts with GraphGPO
+credit on multi-step Sokoban episodes, 4 epochs x 4 mini-batches each, lr warmup, KL to the
+warm-started policy; docs/learner-recipe.md) evaluates greedy and sampled decoding on the 64 test
+rooms after the warm start and after RL; the README's table is what the command prints. The
+update must use its data (the clip acts in every iteration) and never collapse.
+The README's ALFWorld line (``--env agentenvs/ALFWorld-v0 --model tiny``, 7 CPU-minutes)
 prints the report lines the README quotes.
 """
 
@@ -50,8 +51,11 @@ def test_the_main_job_prints_the_readme_table(tmp_path):
     assert printed == readme_report()  # the README states what the command prints
     with (tmp_path / "metrics.csv").open() as f:
         rows = [{k: float(v) for k, v in r.items() if v} for r in csv.DictReader(f)]
-    assert rows[0]["eval/greedy/valid_action_rate"] == 1.0  # the warm start taught the syntax
-    assert len([r for r in rows if "loss" in r]) == 20  # every iteration updated the policy
+    assert rows[0]["eval/greedy/valid_action_rate"] >= 0.9  # the warm start taught the syntax
+    updates = [r for r in rows if "loss" in r]
+    assert len(updates) == 20  # every iteration updated the policy
+    assert all(r["update_steps"] == 16 and r["clip_frac"] > 0 for r in updates)  # 4 x 4, clipped
+    assert all(r["collapsed"] == 0.0 for r in updates)
     assert (tmp_path / "policy" / "config.json").exists()  # the exported policy
 
 

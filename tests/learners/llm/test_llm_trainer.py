@@ -589,18 +589,20 @@ def test_warmup_ramps_the_learning_rate_per_optimizer_step_and_resumes(tmp_path)
     taken between them resumes at 3lr/4."""
     settings = {**SMALL, "eval_tasks": 0, "warmup_steps": 4, "mini_batches": 2}
     config = TrainConfig(iterations=1, **settings)
-    trainer = Trainer(config, tiny_policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False)
-    seen = []
-    trainer.optimizer.register_step_pre_hook(
-        lambda opt, *_: seen.append(opt.param_groups[0]["lr"])
+    trainer = Trainer(
+        config, tiny_policy(), tmp_path, _graph_envs(1), tensorboard=False, progress=False
     )
+    seen = []
+    trainer.optimizer.register_step_pre_hook(lambda opt, *_: seen.append(opt.param_groups[0]["lr"]))
     trainer.update(_hand_steps())
     path = trainer.save_checkpoint()
     trainer.update(_hand_steps())
     trainer.close()
     lr = SMALL["lr"]
     assert seen == pytest.approx([lr / 4, lr / 2, 3 * lr / 4, lr])
-    again = Trainer(config, tiny_policy(), tmp_path / "b", _graph_envs(1), tensorboard=False, progress=False)
+    again = Trainer(
+        config, tiny_policy(), tmp_path / "b", _graph_envs(1), tensorboard=False, progress=False
+    )
     again.load_checkpoint(path)
     assert again.optimizer.param_groups[0]["lr"] == pytest.approx(3 * lr / 4)
     again.close()
