@@ -422,7 +422,8 @@ def recipe_table(
         f"{args.warm_start_steps} steps (lr {args.warm_start_lr:g}), then {credit} "
         f"{cfg.iterations} iterations x {args.groups} groups x {args.group_size} "
         f"({cfg.ppo_epochs} epochs x {cfg.mini_batches} mini-batches, lr {cfg.lr:g}, warmup "
-        f"{cfg.warmup_steps}, KL {cfg.kl_coef:g}); {cfg.eval_tasks} test rooms per decoding; "
+        f"{cfg.warmup_steps}, KL {cfg.kl_coef:g}); {cfg.prompt_style} prompt, history "
+        f"{cfg.history_length}; {cfg.eval_tasks} test rooms per decoding; "
         f"{cfg.weight_dtype} weights, {compute} compute on CUDA; HF generation "
         f"({cfg.gen_batch_size} prompts per call, {cfg.max_new_tokens} new tokens).",
         "",

@@ -92,10 +92,10 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   untrained model (``eval_untrained``), before RL and after (``--eval-tasks 140`` plays all
 #:   140 + 60).
 #: * Sokoban ``random-60m`` (the GPU recipe, docs/learner-gpu.md; sized for about 5 minutes on one
-#:   H100/H200, untuned: it has not run on a GPU yet): rooms that need 2-4 moves with 8 steps of
-#:   budget, a demonstration warm start (the BFS solver's moves, 300 steps at lr 5e-4), then
-#:   GraphGPO on 16 groups of 8 for 30 iterations (2 epochs x 4 mini-batches, lr 1e-4 after a
-#:   warmup of 8 steps, KL 0.01 to the warm-started reference), all 64 test rooms per decoding.
+#:   H100/H200, untuned: it has not run on a GPU yet): the main job's rooms, prompt and update
+#:   (rooms that need 2-4 moves, 6 steps, history 0; 4 epochs x 4 mini-batches, warmup 16, KL
+#:   0.05) with a demonstration warm start of 300 steps at lr 5e-4, then GraphGPO on 16 groups of
+#:   8 for 30 iterations at lr 1e-4, all 64 test rooms per decoding.
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
         "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 6},
@@ -140,17 +140,18 @@ RECIPES: dict[tuple[str, str], dict[str, Any]] = {
         "eval_untrained": True,
     },
     (MAIN_JOB_ENV, "random-60m"): {
-        "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 8},
+        "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 6},
         "warm_start": "demo",
         "warm_start_steps": 300,
         "warm_start_lr": 5e-4,
+        "history_length": 0,
         "groups": 16,
         "group_size": 8,
         "iterations": 30,
         "lr": 1e-4,
-        "warmup_steps": 8,
-        "kl_coef": 0.01,
-        "ppo_epochs": 2,
+        "warmup_steps": 16,
+        "kl_coef": 0.05,
+        "ppo_epochs": 4,
         "mini_batches": 4,
         "micro_batch_size": 32,
         "gen_batch_size": 128,  # one generate call per turn for every episode of the batch
