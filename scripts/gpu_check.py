@@ -342,8 +342,8 @@ def run_recipe(args) -> dict[str, Any]:
     build the envs and the model, warm-start, train. Returns :func:`recipe_figures` with the
     parameter count (``params``), the warm start's first and last loss, the seconds of the warm
     start, of RL (evaluations included) and of the whole run (``wall_s``, the model's build
-    included), the peak of ``torch.cuda.max_memory_allocated`` (bytes; NaN off CUDA), the
-    learner's report lines (``report``) and the device's name."""
+    included), the peak of ``torch.cuda.max_memory_allocated`` (bytes; NaN off CUDA) and the
+    learner's report lines (``report``)."""
     import torch
 
     from learners.llm.cli import make_envs, make_policy, report_lines, train, warm_start
@@ -520,8 +520,13 @@ def _recipe(args: argparse.Namespace, device: str, device_bytes: int | None) -> 
     CPU in a dry run) and whether it failed."""
     from learners.llm.tiny import RANDOM_MODELS, build_tiny_model, build_tiny_tokenizer
 
-    rargs = recipe_args(args.recipe_out, SMOKE_FLAGS if args.smoke else ())
-    plan = plan_recipe(rargs, device_bytes)
+    try:
+        rargs = recipe_args(args.recipe_out, SMOKE_FLAGS if args.smoke else ())
+        plan = plan_recipe(rargs, device_bytes)
+    except Exception as exc:  # noqa: BLE001 - reported in the tables (e.g. tyro missing)
+        text = f"GPU recipe: failed before it ran: {type(exc).__name__}: {str(exc)[:200]}\n"
+        print(text, flush=True)
+        return text, True
     got: Mapping[str, Any] | str | None = None
     if args.dry_run:
         built = build_tiny_model(build_tiny_tokenizer(), **RANDOM_MODELS[RECIPE_MODEL])
@@ -529,11 +534,9 @@ def _recipe(args: argparse.Namespace, device: str, device_bytes: int | None) -> 
             got = f"failed: built {built.num_parameters():,} params, planned {plan.params:,}"
         label = "dry run: its model built on CPU, planned only"
     else:
-        label = (
-            "miniature (--smoke): the code path, not the recipe's figures"
-            if args.smoke
-            else ("as committed")
-        )
+        label = "as committed"
+        if args.smoke:
+            label = "miniature (--smoke): the code path, not the recipe's figures"
         try:
             got = run_recipe(rargs)
         except Exception as exc:  # noqa: BLE001 - reported in the table
@@ -563,15 +566,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("no CUDA device: run with --dry-run (or --smoke)", file=sys.stderr)
             return 2
     tables, failed = [], False
-    for wanted, part in (
-        (not (args.recipe_only or args.smoke), _cases),
-        (not args.no_recipe, _recipe),
-    ):
+    parts = ((not (args.recipe_only or args.smoke), _cases), (not args.no_recipe, _recipe))
+    for wanted, part in parts:
         if wanted:
             text, bad = part(args, device, device_bytes)
             tables.append(text)
             failed = failed or bad
-    args.out.write_text("\n".join(tables))
+            args.out.write_text("\n".join(tables))  # each table as soon as it is done
     print(f"wrote {args.out}")
     return 1 if failed else 0
 
