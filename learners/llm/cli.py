@@ -81,11 +81,13 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #: :class:`TrainArgs` or ``TrainConfig`` fields). The table lives here, not in the envs, because
 #: its numbers are the learner's budget (steps, groups, iterations) for one model on one env.
 #:
-#: * Sokoban rooms solvable in one push (the env's curriculum option). ``tiny`` (the main job, a
-#:   randomly initialised model): a format-only warm start (uniformly random moves in the env's
-#:   syntax), then RL on one-step episodes picks the moves. ``smollm2``: LoRA on two-step episodes
-#:   at temperature 0.7 (measured in the README: it does not reach a significant gain in 15
-#:   minutes on 2 cores).
+#: * Sokoban. ``tiny`` (the main job, a randomly initialised model): rooms whose shortest solution
+#:   takes 2-4 moves (the env's curriculum options), 6-step episodes, a small demonstration warm
+#:   start (300 steps of the BFS solver's moves), then GraphGPO with 4 epochs x 4 mini-batches,
+#:   lr warmup and KL 0.05 to the warm-started policy (chosen on the ``validation`` split:
+#:   docs/learner-recipe.md). ``smollm2``: LoRA on two-step episodes in one-push rooms at
+#:   temperature 0.7 (measured in the README: it does not reach a significant gain in 15 minutes
+#:   on 2 cores).
 #: * ALFWorld ``tiny`` (the ALFWorld line, sized to end within 15 minutes on 2 cores): the same
 #:   format warm start on uniformly random admissible commands (``help`` left out: ``drop_help``),
 #:   then GraphGPO on 8-step episodes, and 12 tasks of each test split per decoding on the
@@ -388,6 +390,8 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
         _error(prog, f"--credit {args.credit}: advantage 'rewards' needs a learner with a critic "
                "(learners.sb3.CreditPPO); this learner takes each turn's value as its advantage, "
                "so use 'group_relative'")  # fmt: skip
+    if args.warm_start_steps < 0:
+        _error(prog, f"--warm-start-steps {args.warm_start_steps}: must be >= 0")
     if args.warm_start == "demo":
         _check_expert(args, prog)
     return args

@@ -353,6 +353,24 @@ def test_curriculum_through_gym_make_and_int_size():
         SokobanEnv(max_solution_steps=1, curriculum_size=(1, 2, 3))
 
 
+def test_curriculum_lower_bound_and_validation_split():
+    """``min_solution_steps`` leaves out rooms solved in fewer moves; ``validation_size`` adds
+    the next train-range rooms as a ``validation`` split, disjoint from train and test."""
+    env = SokobanEnv(
+        max_solution_steps=4, min_solution_steps=2, curriculum_size=(6, 3), validation_size=4
+    )
+    tasks = env.tasks
+    train, val = tasks.ids("train"), tasks.ids("validation")
+    assert len(train) == 6 and len(val) == 4 and not set(train) & set(val)
+    assert not set(tasks.ids("test")) & set(train + val)
+    for task_id in train + val:
+        env.reset(options={"task_id": task_id})
+        assert 2 <= len(solve(env._room.fixed, env._room.state, max_depth=4)) <= 4
+    assert "validation" not in SokobanEnv(max_solution_steps=1, curriculum_size=3).tasks.splits
+    with pytest.raises(ValueError, match="min_solution_steps"):
+        SokobanEnv(max_solution_steps=2, min_solution_steps=3)
+
+
 def test_no_curriculum_keeps_the_full_splits():
     env = SokobanEnv()
     assert env.max_solution_steps is None

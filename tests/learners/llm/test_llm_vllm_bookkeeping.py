@@ -360,7 +360,12 @@ def test_vllm_and_export_flags():
     assert (
         args.export == "merged" and args.model == "tiny" and args.env_kwargs == tiny["env_kwargs"]
     )
-    assert (args.groups, args.group_size, args.warm_start_steps) == (8, 8, 200)
+    assert (args.groups, args.group_size, args.warm_start, args.warm_start_steps) == (
+        8,
+        8,
+        "demo",
+        300,
+    )
     for f in dataclasses.fields(TrainConfig):
         assert getattr(args.config, f.name) == tiny.get(f.name, getattr(defaults, f.name))
     args = parse_args(["--model", "smollm2", "--lr", "3e-5"])
