@@ -97,6 +97,11 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   then GraphGPO on 8-step episodes, and 12 tasks of each test split per decoding on the
 #:   untrained model (``eval_untrained``), before RL and after (``--eval-tasks 140`` plays all
 #:   140 + 60).
+#: * Sokoban ``random-60m`` (the GPU recipe, docs/learner-gpu.md; sized for about 5 minutes on one
+#:   H100/H200, untuned: it has not run on a GPU yet): the main job's rooms, prompt and update
+#:   (rooms that need 2-4 moves, 6 steps, history 0; 4 epochs x 4 mini-batches, warmup 16, KL
+#:   0.05) with a demonstration warm start of 300 steps at lr 5e-4, then GraphGPO on 16 groups of
+#:   8 for 30 iterations at lr 1e-4, all 64 test rooms per decoding.
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
         "env_kwargs": {
@@ -144,6 +149,25 @@ RECIPES: dict[tuple[str, str], dict[str, Any]] = {
         "max_new_tokens": 48,  # 'take creditcard 1 from countertop 1' in tags is 34 tokens
         "eval_tasks": 12,
         "eval_untrained": True,
+    },
+    (MAIN_JOB_ENV, "random-60m"): {
+        "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 6},
+        "warm_start": "demo",
+        "warm_start_steps": 300,
+        "warm_start_lr": 5e-4,
+        "history_length": 0,
+        "groups": 16,
+        "group_size": 8,
+        "iterations": 30,
+        "lr": 1e-4,
+        "warmup_steps": 16,
+        "kl_coef": 0.05,
+        "ppo_epochs": 4,
+        "mini_batches": 4,
+        "micro_batch_size": 32,
+        "gen_batch_size": 128,  # one generate call per turn for every episode of the batch
+        "max_new_tokens": 16,
+        "eval_tasks": 64,
     },
 }
 
@@ -248,12 +272,14 @@ class TrainArgs:
             actors.
         ray_address: with --vectorization ray: the cluster to join ('auto', 'ray://host:10001';
             default: a local Ray instance).
-        model: 'tiny', 'smollm2' or a local HF model dir.
+        model: 'tiny', 'random-60m' (a random 59M-parameter Qwen2 built in code: the GPU recipe),
+            'smollm2' or a local HF model dir.
         warm_start: supervised steps before RL, at every turn, with the prompts the learner shows
             (learners/llm/warm_start.py): format, uniformly random admissible actions at the
             states of random walks (the env's action syntax only); demo, the env's expert's
             moves at the states of its own episodes (the env's expert_action hook); none.
         warm_start_steps: the warm start's optimizer steps (the tiny recipe: 200).
+        warm_start_lr: the warm start's AdamW learning rate (3e-3 suits the tiny model).
         eval_untrained: evaluate the policy once more before the warm start (HF generation, the
             same tasks and decodings, outcomes in --out/untrained) and report, per split and
             decoding, the change from the untrained policy to the trained one.
@@ -292,6 +318,7 @@ class TrainArgs:
     model: str = "tiny"
     warm_start: Literal["format", "demo", "none"] = "none"
     warm_start_steps: int = 200
+    warm_start_lr: float = 3e-3
     eval_untrained: bool = False
     progress: bool = True
     lora: bool = False
@@ -512,17 +539,18 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
     return policy, str(model_dir)
 
 
-def warm_start(args: TrainArgs, policy: Any) -> None:
-    """``--warm-start-steps`` supervised steps of the ``--warm-start`` teacher at the states of
-    its walks over the env's train tasks, every turn, with the learner's prompts (format:
-    uniformly random admissible actions, the env's action syntax only; demo: the env's expert);
-    prints the loss and the time taken. ``--warm-start none`` (or 0 steps) does nothing."""
+def warm_start(args: TrainArgs, policy: Any) -> list[float]:
+    """``--warm-start-steps`` supervised steps (``--warm-start-lr``) of the ``--warm-start``
+    teacher at the states of its walks over the env's train tasks, every turn, with the learner's
+    prompts (format: uniformly random admissible actions, the env's action syntax only; demo: the
+    env's expert); prints the loss and the time taken and returns the loss of each step (nats per
+    response token). ``--warm-start none`` (or 0 steps) does nothing and returns ``[]``."""
     import time
 
     from learners.llm.warm_start import supervised_warm_start
 
     if args.warm_start == "none" or args.warm_start_steps < 1:
-        return
+        return []
     start = time.perf_counter()
     env = gym.make(args.env, **_env_kwargs(args))
     losses = supervised_warm_start(
@@ -531,6 +559,7 @@ def warm_start(args: TrainArgs, policy: Any) -> None:
         env.unwrapped.tasks.ids("train"),
         args.warm_start,
         steps=args.warm_start_steps,
+        lr=args.warm_start_lr,
         prompt_style=args.config.prompt_style,
         history_length=args.config.history_length,
         seed=args.config.seed,
@@ -541,6 +570,7 @@ def warm_start(args: TrainArgs, policy: Any) -> None:
         f"{args.warm_start} warm start: {len(losses)} steps, loss {losses[0]:.3f} -> "
         f"{losses[-1]:.3f} ({time.perf_counter() - start:.0f} s)"
     )
+    return losses
 
 
 def _gain(row: Mapping[str, float], key: str) -> str:

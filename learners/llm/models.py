@@ -1,4 +1,4 @@
-"""Where models come from, offline: a local HF directory, the tiny test model, or SmolLM2 from a wheel.
+"""Where models come from, offline: a local HF directory, a random model built in code, or SmolLM2.
 
 This module holds :func:`resolve_model` (a ``--model`` value -> a local HF directory),
 :func:`smollm2_gguf_path` and :func:`convert_smollm2`.
@@ -9,7 +9,7 @@ transformers' ``gguf_file=`` loader and saves a plain fp32 HF directory once (``
 refuses GGUF-loaded models, so the model is rebuilt from its config and the state dict copied).
 
 >>> import tempfile
->>> from learners.llm.tiny import tiny_fingerprint
+>>> from learners.llm.tiny import RANDOM_MODELS, tiny_fingerprint
 >>> with tempfile.TemporaryDirectory() as cache:
 ...     resolve_model("tiny", cache_dir=cache).name == f"tiny-qwen2-{tiny_fingerprint()}"
 True
@@ -21,7 +21,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from learners.llm.tiny import tiny_fingerprint
+from learners.llm.tiny import RANDOM_MODELS, tiny_fingerprint
 
 __all__ = ["DEFAULT_CACHE", "resolve_model", "smollm2_gguf_path", "convert_smollm2"]
 
@@ -73,19 +73,22 @@ def convert_smollm2(out_dir: str | Path) -> Path:
 
 
 def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
-    """Map ``--model`` to a local HF directory: ``"tiny"``, ``"smollm2"`` or an existing path.
+    """Map ``--model`` to a local HF directory: ``"tiny"``, a name of
+    :data:`~learners.llm.tiny.RANDOM_MODELS` (``"random-60m"``), ``"smollm2"`` or an existing path.
 
-    ``tiny`` and ``smollm2`` are built once under ``cache_dir`` (default :data:`DEFAULT_CACHE`);
-    the tiny model's folder is named by :func:`~learners.llm.tiny.tiny_fingerprint`, so a cache
-    written by an older recipe (another head size, say) is never reused.
+    They are built once under ``cache_dir`` (default :data:`DEFAULT_CACHE`); the random models'
+    folders are named by :func:`~learners.llm.tiny.tiny_fingerprint`, so a cache written by an
+    older recipe (another head size, say) is never reused. ``random-60m`` takes a few seconds and
+    236 MB (fp32).
     """
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE
-    if name == "tiny":
-        target = cache / f"tiny-qwen2-{tiny_fingerprint()}"  # a changed recipe builds anew
+    if name == "tiny" or name in RANDOM_MODELS:
+        label = "tiny-qwen2" if name == "tiny" else name
+        target = cache / f"{label}-{tiny_fingerprint()}"  # a changed recipe builds anew
         if not (target / "config.json").exists():
             from learners.llm.tiny import save_tiny
 
-            save_tiny(target)
+            save_tiny(target, **RANDOM_MODELS.get(name, {}))
         return target
     if name == "smollm2":
         target = cache / "smollm2-135m-instruct"
@@ -95,6 +98,7 @@ def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
     path = Path(name).expanduser()
     if not (path / "config.json").exists():
         raise FileNotFoundError(
-            f"{name!r} is not 'tiny', 'smollm2' or a local HF model directory (no config.json)"
+            f"{name!r} is not 'tiny', {', '.join(map(repr, RANDOM_MODELS))}, 'smollm2' or a local "
+            "HF model directory (no config.json)"
         )
     return path

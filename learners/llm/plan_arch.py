@@ -2,7 +2,7 @@
 
 This module holds :data:`GIB`, :data:`DTYPE_BYTES`, :class:`ModelArch` (the architecture numbers
 that set memory and the parameter counts derived from them), :data:`ARCHITECTURES` (published
-architectures and the repo's tiny test model, as constants) and :func:`load_arch` (a model name, a
+architectures and the repo's random models, tiny and random-60m, as constants) and :func:`load_arch` (a model name, a
 local HF directory, a ``config.json`` path or its dict -> :class:`ModelArch`). Pure Python.
 """
 
@@ -167,6 +167,8 @@ _PUBLISHED: list[tuple[str, int, int, int, int, int, int, bool, bool]] = [
     ("Llama-3.1-8B-Instruct", 4096, 14336, 32, 32, 8, 128256, False, False),  # 8,030,261,248
     # the repo's test model (learners/llm/tiny.py defaults and its 512-token tokenizer)
     ("tiny", 64, 128, 2, 2, 2, 512, True, True),  # 115,392
+    # the GPU recipe's random model (learners/llm/tiny.py RANDOM_MODELS, the same tokenizer)
+    ("random-60m", 512, 2048, 14, 8, 8, 512, True, True),  # 59,018,752
 ]
 
 #: The built-in architectures by name (see ``_PUBLISHED`` for the numbers and their source).

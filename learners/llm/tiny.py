@@ -1,11 +1,12 @@
-"""A tiny random causal LM and a byte-level BPE tokenizer trained in code, for tests and ``--model tiny``.
+"""Random causal LMs and a byte-level BPE tokenizer trained in code: ``--model tiny`` and ``random-60m``.
 
-This module holds :func:`build_tiny_tokenizer`, :func:`build_tiny_model`, :func:`save_tiny` and
-:func:`tiny_fingerprint`.
+This module holds :func:`build_tiny_tokenizer`, :func:`build_tiny_model`, :data:`RANDOM_MODELS`
+(the larger random sizes by ``--model`` name), :func:`save_tiny` and :func:`tiny_fingerprint`.
 
 Nothing is downloaded: the tokenizer is trained on a fixed text corpus shipped beside this module
 (``tiny_corpus.json``: action-format snippets and rendered agent prompts), the model is a Qwen2
-architecture initialised from a seed.
+architecture initialised from a seed. With the tokenizer's 512-token vocabulary the embedding is a
+small share of any size (0.4% of ``random-60m``), so the parameters sit in the decoder layers.
 
 >>> tok = build_tiny_tokenizer()
 >>> ids = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True)
@@ -26,6 +27,7 @@ __all__ = [
     "CHAT_TEMPLATE",
     "build_tiny_tokenizer",
     "build_tiny_model",
+    "RANDOM_MODELS",
     "save_tiny",
     "tiny_fingerprint",
 ]
@@ -80,13 +82,21 @@ def build_tiny_tokenizer(vocab_size: int = 512):
 
 
 def build_tiny_model(
-    tokenizer, *, seed: int = 0, hidden_size: int = 64, num_layers: int = 2, num_heads: int = 2
+    tokenizer,
+    *,
+    seed: int = 0,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 2,
+    intermediate_size: int | None = None,
 ):
     """A random ``Qwen2ForCausalLM`` sized to ``tokenizer`` (fp32, eval mode, tied embeddings).
 
-    Defaults give ~0.2M parameters: a forward/backward over a few hundred tokens takes milliseconds.
+    Defaults give ~0.1M parameters: a forward/backward over a few hundred tokens takes milliseconds.
     The default head size (``hidden_size // num_heads`` = 32) is one vLLM's CPU attention accepts
-    (it needs 32, 64, 128, ...), so the same model runs on both backends.
+    (it needs 32, 64, 128, ...), so the same model runs on both backends. ``intermediate_size``:
+    the MLP's width (default ``2 * hidden_size``); every head attends with its own keys and values
+    (no grouped-query attention).
     """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -94,7 +104,7 @@ def build_tiny_model(
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
+        intermediate_size=intermediate_size or 2 * hidden_size,
         num_hidden_layers=num_layers,
         num_attention_heads=num_heads,
         num_key_value_heads=num_heads,
@@ -113,6 +123,15 @@ def build_tiny_model(
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model.eval()
+
+
+#: Larger random models by ``--model`` name: :func:`build_tiny_model` keywords. ``random-60m``
+#: (59,018,752 parameters: 14 layers of 4,196,864, a 262,144-entry tied embedding, the final norm)
+#: is the GPU recipe's model (docs/learner-gpu.md): a GPU machine receives no pretrained weights,
+#: so the model is built there, in seconds.
+RANDOM_MODELS: dict[str, dict[str, int]] = {
+    "random-60m": {"hidden_size": 512, "num_layers": 14, "num_heads": 8, "intermediate_size": 2048},
+}
 
 
 def save_tiny(path: str | Path, *, seed: int = 0, **model_kwargs) -> Path:
