@@ -89,8 +89,8 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   observation (a form the tiny model can read: docs/learner-capacity.md), a small
 #:   demonstration warm start (400 steps of the BFS solver's moves), then 40 iterations of
 #:   GraphGPO with 4 epochs x 4 mini-batches, lr warmup and KL 0.05 to the warm-started policy
-#:   (chosen on the ``validation`` split: docs/learner-recipe.md). ``smollm2``: LoRA on two-step episodes in one-push rooms at
-#:   temperature 0.7 (measured in the README: it does not reach a significant gain in 15 minutes
+#:   (chosen on the ``validation`` split: docs/learner-recipe.md). ``smollm2``: LoRA on two-step
+#:   episodes in one-push rooms at temperature 0.7 (measured in the README: it does not reach a significant gain in 15 minutes
 #:   on 2 cores).
 #: * ALFWorld ``tiny`` (the ALFWorld line, sized to end within 15 minutes on 2 cores): the same
 #:   format warm start on uniformly random admissible commands (``help`` left out: ``drop_help``),
@@ -98,9 +98,9 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   untrained model (``eval_untrained``), before RL and after (``--eval-tasks 140`` plays all
 #:   140 + 60).
 #: * Sokoban ``random-60m`` (the GPU recipe, docs/learner-gpu.md; sized for about 5 minutes on one
-#:   H100/H200, untuned: it has not run on a GPU yet): the main job's rooms, prompt and update
-#:   (rooms that need 2-4 moves, 6 steps, history 0; 4 epochs x 4 mini-batches, warmup 16, KL
-#:   0.05) with a demonstration warm start of 300 steps at lr 5e-4, then GraphGPO on 16 groups of
+#:   H100/H200, untuned: it has not run on a GPU yet): the main job's rooms and update (rooms
+#:   that need 2-4 moves, 6 steps, history 0; 4 epochs x 4 mini-batches, warmup 16, KL 0.05) on
+#:   the grid observation, which a 59M model is meant to read and the tiny one cannot, with a demonstration warm start of 300 steps at lr 5e-4, then GraphGPO on 16 groups of
 #:   8 for 30 iterations at lr 1e-4, all 64 test rooms per decoding.
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
