@@ -123,6 +123,7 @@ RECIPES: dict[tuple[str, str], dict[str, Any]] = {
         "mini_batches": 4,
         "micro_batch_size": 32,
         "max_new_tokens": 16,  # the longest move, </think><action>down</action>, is 13 tokens
+        "torch_threads": 1,  # one thread: the README's table on any core count (2 change digits)
     },
     (MAIN_JOB_ENV, "smollm2"): {
         "env_kwargs": {"max_solution_steps": 1, "max_steps": 2},
