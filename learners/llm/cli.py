@@ -440,10 +440,11 @@ def run_dir(
     every rank (rank 0's name, via ``dist.gather``). An ``--out`` that holds a run
     (``metrics.csv``) needs ``--resume`` or ``--overwrite``: a one-line usage error otherwise.
 
+    >>> import tempfile
     >>> args = TrainArgs(env="agentenvs/Sokoban-v0", model="tiny")
-    >>> import tempfile; root = tempfile.mkdtemp()
-    >>> a, b = run_dir(args, root=root), run_dir(args, root=root)
-    >>> a != b and Path(a).name.startswith("Sokoban-v0-tiny-")
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     a, b = run_dir(args, root=root), run_dir(args, root=root)
+    ...     a != b and Path(a).name.startswith("Sokoban-v0-tiny-")
     True
     """
     if args.out is None and args.resume:
