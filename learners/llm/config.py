@@ -141,6 +141,10 @@ class TrainConfig:
             KV cache, activations; the trainer needs the rest), in (0, 1); default 0.4.
         vllm_max_model_len: the vLLM engine's context length in tokens (prompt + response);
             ``None`` = the model config's. A shorter one needs less KV cache to start.
+        vllm_kv_cache_bytes: the vLLM engine's KV cache in bytes (vLLM's
+            ``kv_cache_memory_bytes``); ``None`` = what ``vllm_gpu_memory_utilization`` leaves
+            after weights and activations. A fixed size does not depend on what else the process
+            holds (on CPU the share is of all RAM, minus the process's resident memory).
         vllm_sleep: free the vLLM engine's GPU memory during each update (vLLM sleep mode: LoRA
             level 1, full-weight level 2) and wake it before the weight sync and generation.
         vllm_max_lora_rank: the vLLM engine's ``max_lora_rank`` for a LoRA policy; ``None`` = the
@@ -222,6 +226,7 @@ class TrainConfig:
     gen_batch_size: int = 32
     vllm_gpu_memory_utilization: float = 0.4
     vllm_max_model_len: int | None = None
+    vllm_kv_cache_bytes: int | None = None
     vllm_sleep: bool = False
     vllm_max_lora_rank: int | None = None
     logprob_check_samples: int = 4
@@ -293,7 +298,7 @@ class TrainConfig:
         util = self.vllm_gpu_memory_utilization
         if not 0.0 < util < 1.0:
             raise ValueError(f"vllm_gpu_memory_utilization must be in (0, 1), got {util}")
-        for name in ("vllm_max_model_len", "vllm_max_lora_rank"):
+        for name in ("vllm_max_model_len", "vllm_kv_cache_bytes", "vllm_max_lora_rank"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 or None, got {getattr(self, name)}")
         if self.parallel not in PARALLEL_MODES:

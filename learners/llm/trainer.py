@@ -119,6 +119,7 @@ def build_generator(
             top_p=config.top_p,
             gpu_memory_utilization=config.vllm_gpu_memory_utilization,
             max_model_len=config.vllm_max_model_len,
+            kv_cache_bytes=config.vllm_kv_cache_bytes,
             sleep=config.vllm_sleep,
             max_lora_rank=config.vllm_max_lora_rank,
             seed=config.seed,

@@ -153,6 +153,10 @@ class VLLMGenerator:
             activations); the trainer needs the rest. Default 0.4. On CPU: the share of RAM.
         max_model_len: the engine's context length in tokens (prompt + response); ``None`` = the
             model config's. A smaller one lets a small ``gpu_memory_utilization`` start.
+        kv_cache_bytes: the KV cache's size in bytes (vLLM's ``kv_cache_memory_bytes``); ``None``
+            (default) = what ``gpu_memory_utilization`` leaves. On CPU that share is of all RAM
+            minus the process's resident memory, so a process that already holds a few GiB (the
+            trainer, a previous engine) needs a fixed size here or a larger share.
         sleep: build the engine with sleep mode, so :meth:`sleep` frees its GPU memory.
         max_lora_rank: the engine's ``max_lora_rank`` for a LoRA policy; ``None`` =
             :func:`vllm_lora_rank` of the adapter's rank.
@@ -174,6 +178,7 @@ class VLLMGenerator:
         top_p: float = 1.0,
         gpu_memory_utilization: float = 0.4,
         max_model_len: int | None = None,
+        kv_cache_bytes: int | None = None,
         sleep: bool = False,
         max_lora_rank: int | None = None,
         seed: int = 0,
@@ -212,6 +217,8 @@ class VLLMGenerator:
         )
         if processed:
             engine["logprobs_mode"] = "processed_logprobs"
+        if kv_cache_bytes is not None:  # vLLM >= 0.11 (older engines reject the keyword)
+            engine["kv_cache_memory_bytes"] = kv_cache_bytes
         if self.lora_rank:
             engine.update(
                 enable_lora=True,

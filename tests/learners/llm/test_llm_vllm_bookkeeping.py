@@ -307,6 +307,7 @@ def test_build_generator_passes_the_vllm_config(fake_vllm):
         backend="vllm",
         vllm_gpu_memory_utilization=0.2,
         vllm_max_model_len=512,
+        vllm_kv_cache_bytes=2**26,
         vllm_sleep=True,
         vllm_max_lora_rank=32,
         top_p=0.95,
@@ -315,6 +316,7 @@ def test_build_generator_passes_the_vllm_config(fake_vllm):
     gen = build_generator(config, _policy(lora_rank=4), 16, "base-dir")
     kwargs = fake_vllm.engines[0].kwargs
     assert (kwargs["gpu_memory_utilization"], kwargs["max_model_len"]) == (0.2, 512)
+    assert kwargs["kv_cache_memory_bytes"] == 2**26
     assert kwargs["enable_sleep_mode"] and kwargs["max_lora_rank"] == 32 and kwargs["seed"] == 4
     assert gen.max_new_tokens == 16 and gen.top_p == 0.95
     with pytest.raises(ValueError, match="model_path"):
