@@ -35,9 +35,7 @@ ROOT = Path(__file__).resolve().parents[3]
 #: (``gpu_memory_utilization``) fails on a 14 GiB CI machine once the test process holds more
 #: than that share: vLLM-CPU subtracts the process's resident memory from it.
 KV_CACHE_BYTES = 64 * 2**20
-ENGINE = dict(
-    dtype="float32", kv_cache_bytes=KV_CACHE_BYTES, max_model_len=512, max_new_tokens=16
-)
+ENGINE = dict(dtype="float32", kv_cache_bytes=KV_CACHE_BYTES, max_model_len=512, max_new_tokens=16)
 #: Largest |engine - trainer| log-prob (nats) of an engine holding the trainer's weights.
 SYNCED = 1e-3
 #: Least mean gap of an engine left with the weights before a deliberate, large change.
