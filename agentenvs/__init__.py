@@ -3,11 +3,15 @@
 The envs (:mod:`agentenvs.sokoban`, :mod:`~agentenvs.alfworld`, :mod:`~agentenvs.webshop`,
 :mod:`~agentenvs.searchqa`, :mod:`~agentenvs.swe`), the Step/Trajectory contract and the rest the
 envs share (:mod:`agentenvs.core`), vector groups (:mod:`agentenvs.vector`,
-:mod:`agentenvs.ray_vector`), the ids (:mod:`agentenvs.registration`) and the installed packages'
-check (:mod:`agentenvs.layout`) import neither ``wrappers`` nor ``learners``. Two tools sit on top
-and are imported by nothing here: :mod:`agentenvs.viewer` (the HTML credit viewer; imports
-``wrappers``) and :mod:`agentenvs.cli` (the ``agentenvs`` command; imports ``wrappers`` and the
-viewer).
+:mod:`agentenvs.ray_vector`) and the ids (:mod:`agentenvs.registration`) import neither
+:mod:`agentenvs.wrappers` (credit assignment) nor :mod:`agentenvs.learners` (the LLM learner and
+the bridges into SB3, TRL and verl). Two tools sit on top and are imported by nothing here:
+:mod:`agentenvs.viewer` (the HTML credit viewer; imports the wrappers) and :mod:`agentenvs.cli`
+(the ``agentenvs`` command; imports the wrappers and the viewer).
+
+The repository keeps ``wrappers/`` and ``learners/`` as top-level folders; the build maps them to
+``agentenvs.wrappers`` and ``agentenvs.learners`` (``package-dir`` in pyproject.toml), and they
+refuse to be imported under any other name.
 
 Importing the package registers the ``agentenvs/*`` ids with Gymnasium:
 

@@ -6,7 +6,7 @@ agentenvs ids: the factory a worker on another machine runs).
 :class:`RayVectorEnv` behaves like Gymnasium's ``SyncVectorEnv`` (``NEXT_STEP`` autoreset,
 ``reset_mask`` partial resets, ``call`` / ``get_attr`` / ``set_attr``, the same batched
 observations and infos), so :func:`agentenvs.make_group_vec_env` (``vectorization_mode="ray"``),
-:class:`wrappers.VectorCreditWrapper` and the LLM learner run on it unchanged. Its ``num_envs``
+:class:`agentenvs.wrappers.VectorCreditWrapper` and the LLM learner run on it unchanged. Its ``num_envs``
 sub-envs are split into ``num_workers`` contiguous slices, one :class:`~agentenvs.workers.EnvWorker`
 actor each; a step sends every actor its slice's actions at once and waits for all of them.
 
@@ -17,7 +17,7 @@ the same actions), and the interrupted call is sent again: a finished episode is
 the in-flight one continues as if nothing happened. A sub-env whose replay does not reproduce the
 observation it had handed out (a non-deterministic env) cannot continue its episode: that step
 returns it ``truncated`` with ``info["infra_failure"] = True`` (in ``final_info`` under ``SAME_STEP``), and
-:class:`~wrappers.VectorCreditWrapper` drops that episode's group whole instead of crediting a
+:class:`~agentenvs.wrappers.VectorCreditWrapper` drops that episode's group whole instead of crediting a
 failure the agent did not cause. A worker that dies ``max_restarts`` times in a row raises
 ``RuntimeError``. ``restarts`` and ``infra_failures`` count what happened.
 

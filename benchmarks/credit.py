@@ -17,13 +17,13 @@ Three sections, printed as markdown tables:
    ``mode="mean_std_norm"`` (timed), on a real ``DataProto`` holding float64 tensors, one row per
    step, rows trajectory by trajectory as verl-agent's rollout loop gathers them, uuid strings as
    group and trajectory ids. Its inputs are built before timing starts (favouring it). Ours is
-   ``wrappers.estimate(trajectories, "gigpo", GiGPOConfig.reference())`` on the same Trajectory objects,
+   ``agentenvs.wrappers.estimate(trajectories, "gigpo", GiGPOConfig.reference())`` on the same Trajectory objects,
    end to end (batch building included). The advantages must agree to 1e-6. verl-agent's
    ``compute_step_discounted_returns`` casts rewards to float32 itself; its output is converted to
    float64 before the advantage step. Without the path, or when the file cannot be loaded, the
    section says why and is skipped.
-2. **Every method at each size:** ``estimate_batch`` on a flat :class:`~wrappers.batch.StepBatch`
-   built from arrays, and :func:`wrappers.estimate` on :class:`~agentenvs.core.Trajectory` objects
+2. **Every method at each size:** ``estimate_batch`` on a flat :class:`~agentenvs.wrappers.batch.StepBatch`
+   built from arrays, and :func:`agentenvs.wrappers.estimate` on :class:`~agentenvs.core.Trajectory` objects
    (text state keys shared between a step's next state and the next step's state, as the episode
    recorder stores them; tagged LLM answers with the action key their env reports; key
    factorisation included). Both must agree.
@@ -60,9 +60,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-
-from agentenvs.core import Step, Trajectory
-from wrappers import (
+from agentenvs.wrappers import (
     GiGPOConfig,
     GraphGPOConfig,
     GRPOConfig,
@@ -73,7 +71,9 @@ from wrappers import (
     grpo,
     rtmc,
 )
-from wrappers.batch import StepBatch
+from agentenvs.wrappers.batch import StepBatch
+
+from agentenvs.core import Step, Trajectory
 
 __all__ = [
     "synthetic_batch",

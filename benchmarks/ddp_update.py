@@ -76,14 +76,14 @@ def run_child(args: argparse.Namespace, spec: dict) -> dict | None:
     """One process of one configuration: time ``args.repeats`` updates on this rank's groups."""
     import gymnasium as gym
     import torch
+    from agentenvs.learners.llm.config import TrainConfig
+    from agentenvs.learners.llm.distributed import Distributed
+    from agentenvs.learners.llm.policy import Policy
+    from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+    from agentenvs.learners.llm.trainer import Trainer
+    from agentenvs.wrappers import GraphCreditWrapper
 
     import agentenvs  # noqa: F401  (registers the env the trainer is handed)
-    from learners.llm.config import TrainConfig
-    from learners.llm.distributed import Distributed
-    from learners.llm.policy import Policy
-    from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
-    from learners.llm.trainer import Trainer
-    from wrappers import GraphCreditWrapper
 
     dist = Distributed.from_env("cpu", timeout_s=600)
     torch.set_num_threads(spec["threads"])

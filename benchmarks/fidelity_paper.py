@@ -7,7 +7,7 @@ This module holds the steps that run once before the paper-protocol rows (docs/f
   ``MlpPolicy``, 64x64) trained by cross-entropy on the shortest solutions of
   :func:`agentenvs.sokoban.solver.solve` on training rooms.
 * :func:`prepare` - warm start, ``M`` rollouts per training room with it into the trajectory store,
-  the offline fits of SPA and HISR (:mod:`wrappers.offline`), saved under one directory with a
+  the offline fits of SPA and HISR (:mod:`agentenvs.wrappers.offline`), saved under one directory with a
   ``paper.json`` of their costs and quality.
 * :func:`quality_report` / :func:`estimator_quality` - on held-out rooms (test-split rooms after the evaluation rooms): the
   sum-MSE of each model and the Spearman correlation of its per-step rewards with the solver's
@@ -155,12 +155,11 @@ def estimator_quality(
     ``hisr_won``, ``hisr_lost``, and ``hisr_flat_*`` without the hindsight modulation): what a
     critic learns to expect from a success and from a failure.
     """
+    from agentenvs.wrappers.models.progress import sum_loss
+    from agentenvs.wrappers.offline import frozen_config, step_rewards
+    from agentenvs.wrappers.segments import make_segmenter, segment, segment_ends
+    from agentenvs.wrappers.spa import outcomes
     from scipy.stats import spearmanr
-
-    from wrappers.models.progress import sum_loss
-    from wrappers.offline import frozen_config, step_rewards
-    from wrappers.segments import make_segmenter, segment, segment_ends
-    from wrappers.spa import outcomes
 
     targets = outcomes(trajectories)
     spa_c = spa_models.estimator.contributions(trajectories)
@@ -207,10 +206,10 @@ def prepare(directory: Path, settings: Any) -> dict[str, Any]:
     ``directory`` and returns ``paper.json``'s content; reuses it when present and made with the
     same settings."""
     import torch
+    from agentenvs.learners.sb3 import evaluate_success
+    from agentenvs.wrappers.offline import collect_rollouts, fit_offline, save_models
 
     from agentenvs.core import TrajectoryStore
-    from learners.sb3 import evaluate_success
-    from wrappers.offline import collect_rollouts, fit_offline, save_models
 
     keys = ("bc_rooms", "bc_epochs", "paper_rooms", "paper_m", "quality_rooms", "test_rooms")
     wanted = {k: getattr(settings, k) for k in keys}
@@ -267,9 +266,8 @@ def prepare(directory: Path, settings: Any) -> dict[str, Any]:
 def quality_report(directory: Path, settings: Any) -> dict[str, float]:
     """:func:`estimator_quality` of the models saved under ``directory`` on 4 sampled rollouts of
     the warm start (SB3 seed 0, so repeatable) per quality room."""
+    from agentenvs.wrappers.offline import load_models
     from stable_baselines3 import PPO
-
-    from wrappers.offline import load_models
 
     policy = PPO("MlpPolicy", _make_env(), seed=0, device="cpu")
     load_warm_start(policy, directory / "warm_start.pt")
@@ -288,7 +286,7 @@ def _quality_ids(settings: Any) -> list[str]:
 
 def _held_out(policy: Any, settings: Any) -> list[Any]:
     """4 sampled rollouts of ``policy`` per quality room (the trajectories quality is measured on)."""
-    from wrappers.offline import collect_rollouts
+    from agentenvs.wrappers.offline import collect_rollouts
 
     return [t for g in collect_rollouts(_make_env, policy, _quality_ids(settings), 4) for t in g]
 
@@ -313,9 +311,9 @@ def m_sweep(ms: Sequence[int], settings: Any, out: Any = sys.stdout) -> list[dic
     returns the rows (``m``, ``collect_steps``, ``spa_fit_s``, ``hisr_fit_s`` and the quality keys).
     """
     import torch
+    from agentenvs.wrappers.offline import collect_rollouts, fit_offline
 
     from agentenvs.core import TrajectoryStore, read_groups
-    from wrappers.offline import collect_rollouts, fit_offline
 
     if not ms or min(ms) < 1:
         raise ValueError(f"m_sweep needs M values >= 1, got {list(ms)}")

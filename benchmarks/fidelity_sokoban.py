@@ -6,7 +6,7 @@ Usage: ``python -m benchmarks.fidelity_sokoban [--quick] [--steps 80000] [--seed
 Online rows: for each method (GRPO, GiGPO, GraphGPO, RTMC, the model-based TRIAGE with the oracle
 judge, SPA with its MLP progress estimator and HISR with its feature scorers, all trained online
 from the groups they credit, and plain PPO with GAE as the extra baseline) and each seed, trains
-:class:`learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0`` (6x6,
+:class:`agentenvs.learners.sb3.CreditPPO` (``MlpPolicy``, 64x64) on ``agentenvs/SokobanDiscrete-v0`` (6x6,
 1 box, 15 steps, one-hot planes, ``Discrete(4)``; the env's shaped rewards) from scratch and
 evaluates the greedy policy on a fixed set of held-out test rooms (``seed-65536 ...``) every
 ``--eval-every`` steps. The seed fixes the initial weights and the training task stream, so seed
@@ -112,7 +112,7 @@ def t_interval(values: np.ndarray) -> tuple[float, float]:
 
 def _method_config(method: str, settings: Settings) -> Any:
     """Method defaults, except GraphGPO's distance discount (the paper's Sokoban value, 0.8)."""
-    from wrappers import METHODS
+    from agentenvs.wrappers import METHODS
 
     if method == "gae":
         return None
@@ -135,9 +135,9 @@ def _paper_env(method: str, seed: int, settings: Settings, paper: Path) -> Any:
     groups the frozen SPA / HISR models (saved by :func:`benchmarks.fidelity_paper.prepare`) or
     the success flag alone on the last step (SPA's ``"sparse"`` source: the papers' PPO
     baseline)."""
-    from learners.sb3 import make_credit_vec_env
-    from wrappers import SPAConfig
-    from wrappers.offline import frozen_config, load_models
+    from agentenvs.learners.sb3 import make_credit_vec_env
+    from agentenvs.wrappers import SPAConfig
+    from agentenvs.wrappers.offline import frozen_config, load_models
 
     n = settings.n_envs
     if method == "gae_warm":
@@ -166,9 +166,9 @@ def run_one(
     budget the other side spent collecting rollouts."""
     import gymnasium as gym
     import torch
+    from agentenvs.learners.sb3 import CreditPPO, evaluate_success, make_credit_vec_env
 
     import agentenvs  # noqa: F401
-    from learners.sb3 import CreditPPO, evaluate_success, make_credit_vec_env
 
     torch.set_num_threads(1)
     start = time.perf_counter()
@@ -223,8 +223,7 @@ def run_one(
 def random_policy_success(settings: Settings, seed: int = 0) -> float:
     """Success of uniformly random actions on the test rooms (a floor for the table)."""
     import gymnasium as gym
-
-    from learners.sb3 import evaluate_success
+    from agentenvs.learners.sb3 import evaluate_success
 
     rng = np.random.default_rng(seed)
 
@@ -348,8 +347,8 @@ def markdown(rows: list[dict[str, Any]], settings: Settings, extra: dict[str, An
         f"ent {settings.ent_coef}, clip {settings.clip_range}, gamma {settings.gamma}; GAE lambda "
         f"{settings.gae_lambda} and per-minibatch advantage normalisation for PPO + GAE only.",
         f"- credit methods: each env plays groups of {settings.group_size} episodes of one task "
-        "(`wrappers.CreditWrapper`); advantages straight from the wrapper; the value head is fit "
-        "to Monte-Carlo returns and unused. Configs: defaults of `wrappers.METHODS`, except "
+        "(`agentenvs.wrappers.CreditWrapper`); advantages straight from the wrapper; the value head is fit "
+        "to Monte-Carlo returns and unused. Configs: defaults of `agentenvs.wrappers.METHODS`, except "
         f"GraphGPO distance_discount = {settings.graph_distance_discount} (the paper's Sokoban ω).",
         f"- evaluation every {settings.eval_every:,} steps (curve x = nominal step; a learn call "
         "overshoots by less than one rollout).",

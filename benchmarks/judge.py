@@ -7,7 +7,7 @@ Usage::
 Printed as markdown tables:
 
 1. **Segments judged per second**, on real Sokoban groups (random moves, ``max_steps=10``, groups
-   of 4): the oracle through :func:`wrappers.estimate` (cache off, batch building and
+   of 4): the oracle through :func:`agentenvs.wrappers.estimate` (cache off, batch building and
    whitening included), and the HF judge on the project's tiny model (``resolve_model("tiny")``,
    greedy, ``--max-new-tokens``) batched (8 requests per ``generate``) and one request at a time.
    Ratios are against the one-at-a-time HF judge, measured in the same run.
@@ -33,11 +33,11 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+from agentenvs.wrappers import CreditWrapper, TriageConfig, estimate
+from agentenvs.wrappers.models.judges import HFJudge, build_requests
 
 import agentenvs  # noqa: F401 - registers the envs
 from agentenvs.core import Trajectory
-from wrappers import CreditWrapper, TriageConfig, estimate
-from wrappers.models.judges import HFJudge, build_requests
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,8 +70,7 @@ def best_of(fn, repeats: int) -> float:
 
 def throughput(args: argparse.Namespace) -> None:
     import torch
-
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     torch.set_num_threads(1)
     trajectories = sokoban_groups(args.groups)
@@ -107,7 +106,7 @@ def throughput(args: argparse.Namespace) -> None:
 
 
 def training_share(args: argparse.Namespace) -> None:
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     judges = {"oracle": "oracle", "HF tiny (512 new tokens)": str(resolve_model("tiny"))}
     print("## Judging's share of a training iteration (tiny policy on Sokoban)\n")

@@ -63,14 +63,14 @@ def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
     summed metrics and the peak memory (bytes) of the measured iterations."""
     import gymnasium as gym
     import torch
+    from agentenvs.learners.llm.config import TrainConfig
+    from agentenvs.learners.llm.models import resolve_model
+    from agentenvs.learners.llm.policy import load_policy
+    from agentenvs.learners.llm.precision import DTYPES
+    from agentenvs.learners.llm.trainer import Trainer
+    from agentenvs.wrappers import METHODS, VectorCreditWrapper
 
     import agentenvs
-    from learners.llm.config import TrainConfig
-    from learners.llm.models import resolve_model
-    from learners.llm.policy import load_policy
-    from learners.llm.precision import DTYPES
-    from learners.llm.trainer import Trainer
-    from wrappers import METHODS, VectorCreditWrapper
 
     torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
@@ -115,14 +115,14 @@ def run_generation(args: argparse.Namespace) -> dict[str, float]:
 
     import gymnasium as gym
     import torch
+    from agentenvs.learners.llm.config import TrainConfig
+    from agentenvs.learners.llm.models import resolve_model
+    from agentenvs.learners.llm.policy import load_policy
+    from agentenvs.learners.llm.trainer import build_generator
+    from agentenvs.learners.llm.vllm_generator import VLLMGenerator
 
     import agentenvs  # noqa: F401  (registers the envs)
     from agentenvs.core.prompting import EpisodeMemory, agent_prompt_for
-    from learners.llm.config import TrainConfig
-    from learners.llm.models import resolve_model
-    from learners.llm.policy import load_policy
-    from learners.llm.trainer import build_generator
-    from learners.llm.vllm_generator import VLLMGenerator
 
     torch.set_num_threads(args.threads)
     model_dir = resolve_model(args.model)

@@ -33,15 +33,15 @@ from collections.abc import Sequence
 import gymnasium as gym
 import numpy as np
 import torch
+from agentenvs.learners.llm.loss import token_logprobs
+from agentenvs.learners.llm.policy import Policy, collate, response_logits
+from agentenvs.learners.llm.rollout import prompt_ids
+from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 
 import agentenvs  # noqa: F401  (registers the envs)
 from agentenvs.core import EpisodeMemory
 from agentenvs.core.prompting import agent_prompt_for
 from agentenvs.sokoban.solver import solve
-from learners.llm.loss import token_logprobs
-from learners.llm.policy import Policy, collate, response_logits
-from learners.llm.rollout import prompt_ids
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 
 __all__ = ["expert_states", "move_accuracy", "train_size", "main"]
 

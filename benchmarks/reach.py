@@ -11,7 +11,7 @@ Two markdown tables:
    :func:`benchmarks.credit.trajectories` builds them. Native: ``assign_advantages(groups,
    "graphgpo")`` (our wrappers' call, batch building included). verl: the same steps as one
    ``DataProto`` (one row per step, 4 response tokens, the reward at the last one, the columns of
-   ``learners.verl.step_columns``: built before timing), then ``attach_step_uids`` and the
+   ``agentenvs.learners.verl.step_columns``: built before timing), then ``attach_step_uids`` and the
    estimator ``get_adv_estimator_fn("agentenvs_graphgpo")``, each timed. Best of ``--repeats``
    after a warm-up; the two must agree (the max difference is printed).
 2. **OpenEnv round trip per step vs in-process.** For Sokoban (plain actions) and SearchQA (BM25
@@ -40,9 +40,10 @@ import numpy as np
 if not __package__:  # run as a script: make the repository's packages importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agentenvs.wrappers import assign_advantages
+
 import agentenvs
 from benchmarks.credit import synthetic_batch, trajectories
-from wrappers import assign_advantages
 
 __all__ = ["verl_section", "openenv_section", "main"]
 
@@ -71,12 +72,11 @@ def _best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 def verl_section(n_steps: int, repeats: int) -> None:
     """Table 1: GraphGPO through verl's estimator registry vs our native call."""
+    import agentenvs.learners.verl as credit
     import torch
     from tensordict import TensorDict
     from verl import DataProto
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
-
-    import learners.verl as credit
 
     torch.set_num_threads(1)
     groups = trajectories(synthetic_batch(n_steps))

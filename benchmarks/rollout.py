@@ -5,7 +5,7 @@
     python benchmarks/rollout.py --no-ddp              # skip benchmarks/ddp_update.py
 
 For each env: ``agentenvs.make_group_vec_env(id, 2, 4, mode)`` (8 sub-envs, 2 groups of 4) under
-:class:`wrappers.VectorCreditWrapper` (GraphGPO) plays the same random walk over each sub-env's
+:class:`agentenvs.wrappers.VectorCreditWrapper` (GraphGPO) plays the same random walk over each sub-env's
 admissible actions, with ``vectorization_mode="sync"`` (Gymnasium's ``SyncVectorEnv``, in this
 process) and ``"ray"`` with 1, 2 and 8 workers (one local Ray instance). Printed: sub-env steps/s
 and each Ray figure as a ratio of the local one, with a check that every run credited the same
@@ -28,8 +28,9 @@ import numpy as np
 if not __package__:  # run as a script: make the repository's packages importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agentenvs.wrappers import VectorCreditWrapper, credited_groups
+
 import agentenvs
-from wrappers import VectorCreditWrapper, credited_groups
 
 ENVS = {
     "sokoban": ("agentenvs/Sokoban-v0", {"action_format": "plain", "max_steps": 20}),

@@ -5,7 +5,7 @@ Usage: ``python examples/sb3_sokoban.py [--credit graph] [--steps 100000] [--see
 Each of the ``--n-envs`` sub-envs is ``agentenvs/SokobanDiscrete-v0`` (6x6 rooms, one box, 15 steps,
 ``Discrete(4)`` actions, one-hot planes) inside a credit wrapper (``GraphCreditWrapper`` by default):
 the wrapper plays ``--group-size`` episodes of one room, builds the group's state graph and writes a
-per-step advantage into every step; :class:`learners.sb3.CreditPPO` puts exactly those advantages
+per-step advantage into every step; :class:`agentenvs.learners.sb3.CreditPPO` puts exactly those advantages
 into its rollout buffer. ``--credit gae`` trains plain PPO for comparison. The script prints the
 greedy success rate on held-out test rooms before and after training. Measured on a shared 2-core
 machine with the defaults (seed 0, 100k steps, 200 rooms): GraphGPO 2.5% -> 44.0% in 51 s of
@@ -19,17 +19,17 @@ import time
 
 import gymnasium as gym
 import torch
-from stable_baselines3.common.env_util import make_vec_env
-
-import agentenvs  # noqa: F401  (registers the agentenvs/* ids)
-from learners.sb3 import CreditPPO, evaluate_success
-from wrappers import (
+from agentenvs.learners.sb3 import CreditPPO, evaluate_success
+from agentenvs.wrappers import (
     GiGPOCreditWrapper,
     GraphCreditWrapper,
     GraphGPOConfig,
     OutcomeCreditWrapper,
     RolloutTreeCreditWrapper,
 )
+from stable_baselines3.common.env_util import make_vec_env
+
+import agentenvs  # noqa: F401  (registers the agentenvs/* ids)
 
 ENV_ID = "agentenvs/SokobanDiscrete-v0"
 WRAPPERS = {

@@ -25,9 +25,9 @@ decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the en
         --backend vllm --vllm-sleep --lora --prompt reference --groups 16 --group-size 8
     python examples/train_llm.py --import my_credit --credit mine --env my_envs:MyEnv-v0  # your own
 
-Every flag is :mod:`learners.llm.cli`'s (``agentenvs train --help`` lists them, with defaults;
+Every flag is :mod:`agentenvs.learners.llm.cli`'s (``agentenvs train --help`` lists them, with defaults;
 ``agentenvs train ...`` runs these same steps). ``--import MODULE`` (repeatable) imports a module of yours before the options are checked, so the
-credit methods it registers (``wrappers.register_method``) are ``--credit`` choices;
+credit methods it registers (``agentenvs.wrappers.register_method``) are ``--credit`` choices;
 ``--env module:Id`` is Gymnasium's own syntax (it imports ``module``, which registers ``Id``). An
 installed package can instead declare its module as an ``agentenvs.credit_methods`` entry point,
 which the command imports at start.
@@ -49,7 +49,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded
 
-from learners.llm.cli import (
+from agentenvs.learners.llm.cli import (
     evaluate_untrained,
     make_envs,
     make_policy,
@@ -59,7 +59,7 @@ from learners.llm.cli import (
     train,
     warm_start,
 )
-from learners.llm.distributed import Distributed
+from agentenvs.learners.llm.distributed import Distributed
 
 if __name__ == "__main__":  # (subprocess envs re-import this file)
     args = parse_args(prog="train_llm.py")  # flags generated from TrainConfig; RECIPES per --model
@@ -85,7 +85,7 @@ if __name__ == "__main__":  # (subprocess envs re-import this file)
     if dist.is_main:
         warm_start(args, policy)
 
-    # 5. Train on the credited groups (learners.llm.trainer.Trainer with args.config, every field
+    # 5. Train on the credited groups (agentenvs.learners.llm.trainer.Trainer with args.config, every field
     # documented in learners/llm/config.py), with evaluation on plain envs and checkpoints. The
     # trainer copies the policy as the KL reference here: the warm-started policy.
     rows, splits, trained = train(args, envs, policy, model_dir, dist)

@@ -3,7 +3,7 @@
 This module holds:
 
 * :class:`CreditPPO` - :class:`stable_baselines3.PPO` that, when its sub-envs are wrapped in a
-  :class:`wrappers.CreditWrapper`, fills its rollout buffer with the wrapper's per-step advantages
+  :class:`agentenvs.wrappers.CreditWrapper`, fills its rollout buffer with the wrapper's per-step advantages
   (GRPO, GiGPO, GraphGPO, RTMC, ...); on unwrapped envs it *is* plain PPO with GAE.
 * :class:`CreditRolloutBuffer` - a :class:`~stable_baselines3.common.buffers.RolloutBuffer` filled
   once per rollout with a variable number of credited steps.
@@ -14,7 +14,7 @@ This module holds:
 * :func:`discounted_returns` - reward-to-go, the value head's regression target under credit.
 * :func:`evaluate_success` - greedy success rate of a model on a fixed list of task ids.
 
-How a credited rollout is built. Each sub-env's :class:`~wrappers.CreditWrapper` plays
+How a credited rollout is built. Each sub-env's :class:`~agentenvs.wrappers.CreditWrapper` plays
 ``group_size`` consecutive episodes of one task and, on the group's last step, puts the credited
 :class:`~agentenvs.core.Trajectory` objects into ``info["credit"]``. :class:`CreditPPO` keeps, per
 sub-env, the observation, action, value and log-probability of every step it took (computed by the
@@ -32,9 +32,9 @@ Monte-Carlo return-to-go of the env rewards (:func:`discounted_returns`, ``gamma
 enter the advantages, so ``vf_coef=0`` turns it off at no cost to the policy.
 
 Rewards instead of advantages. A wrapper whose config has ``advantage="rewards"`` (SPA and HISR,
-e.g. :func:`wrappers.offline.frozen_config`: the papers' pipeline) hands out each step's dense
+e.g. :func:`agentenvs.wrappers.offline.frozen_config`: the papers' pipeline) hands out each step's dense
 *reward* ``r_t``. :class:`CreditPPO` then runs GAE with its critic on those rewards, per episode
-(:func:`wrappers.stats.gae`: ``gamma``, ``gae_lambda``, the values the policy gave at collection time,
+(:func:`agentenvs.wrappers.stats.gae`: ``gamma``, ``gae_lambda``, the values the policy gave at collection time,
 ``V = 0`` after a terminal step and the critic's value of the final observation after a time-limit
 truncation, as SB3 does); the value head regresses on ``A + V`` and ``normalize_advantage`` defaults
 to ``True``, as in plain PPO. The buffer's ``rewards`` column holds the rewards used (the env's
@@ -66,15 +66,16 @@ try:
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "learners.sb3 needs stable-baselines3 and torch: pip install 'agentenvs[sb3]'"
+        "agentenvs.learners.sb3 needs stable-baselines3 and torch: pip install 'agentenvs[sb3]'"
     ) from err
+
+from agentenvs.wrappers import METHODS, CreditWrapper
+from agentenvs.wrappers.rewards import reward_to_go
+from agentenvs.wrappers.stats import gae
 
 from agentenvs.core import Trajectory, episode_success
 from agentenvs.ray_vector import RayVectorEnv
 from agentenvs.vector import sub_info
-from wrappers import METHODS, CreditWrapper
-from wrappers.rewards import reward_to_go
-from wrappers.stats import gae
 
 __all__ = [
     "CreditPPO",
@@ -188,7 +189,7 @@ class CreditPPO(PPO):
 
     Args:
         policy, env: as :class:`stable_baselines3.PPO`. If ``env``'s sub-envs are wrapped in a
-            :class:`wrappers.CreditWrapper` (see :func:`make_credit_vec_env`), advantages come from
+            :class:`agentenvs.wrappers.CreditWrapper` (see :func:`make_credit_vec_env`), advantages come from
             it; otherwise this is plain PPO with GAE, step for step.
         normalize_advantage: ``None`` (default) = ``False`` under credit advantages, ``True`` (SB3's
             default) with GAE, on the env's rewards or on a wrapper's (``advantage="rewards"``).
@@ -390,8 +391,8 @@ class _SharedGroup(list):
 
 
 class _HandOverCredit(gym.Wrapper):
-    """Outside a :class:`~wrappers.CreditWrapper`: pass ``info["credit"]`` on uncopied and empty the
-    wrapper's :meth:`~wrappers.CreditWrapper.pop_groups` store (the learner consumes the groups)."""
+    """Outside a :class:`~agentenvs.wrappers.CreditWrapper`: pass ``info["credit"]`` on uncopied and empty the
+    wrapper's :meth:`~agentenvs.wrappers.CreditWrapper.pop_groups` store (the learner consumes the groups)."""
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -443,7 +444,7 @@ def make_credit_vec_env(
 
     Args:
         env_id: a registered id (e.g. ``"agentenvs/SokobanDiscrete-v0"``) or an env factory.
-        credit: a key of :data:`wrappers.METHODS` (``"grpo"``, ``"gigpo"``, ``"graph"``,
+        credit: a key of :data:`agentenvs.wrappers.METHODS` (``"grpo"``, ``"gigpo"``, ``"graph"``,
             ``"rtmc"``) or ``"gae"`` for no wrapper (plain PPO).
         n_envs: sub-envs; each plays its own groups of ``group_size`` episodes of one task.
         group_size: episodes per group (M).

@@ -8,8 +8,8 @@ trl 1.16.0).
   each one ``num_generations`` times in a row; each block of identical ids is one *group*: a
   credit-wrapped env (``env_fn()``, e.g. ``GraphCreditWrapper(env, group_size=G)``, with ``G`` =
   ``num_generations``) plays ``G`` episodes of that task (``options={"task_id": ...}``) with the
-  trainer's model, through our learner's rollout loop (:class:`~learners.llm.env_source.CreditedEnvs`,
-  :class:`~learners.llm.rollout.Sampler`): the env's own agent prompt, action syntax and stop
+  trainer's model, through our learner's rollout loop (:class:`~agentenvs.learners.llm.env_source.CreditedEnvs`,
+  :class:`~agentenvs.learners.llm.rollout.Sampler`): the env's own agent prompt, action syntax and stop
   strings. The wrapper hands the credited group back in ``info["credit"]``.
 * **One TRL row per episode.** Each step is sampled after the whole episode so far
   (:class:`EpisodeSampler`): step 1's prompt, its response, step 2's prompt (the env's full
@@ -39,15 +39,15 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from agentenvs.learners.llm.env_source import CreditedEnvs
+from agentenvs.learners.llm.generation import HFGenerator
+from agentenvs.learners.llm.policy import Policy
+from agentenvs.learners.llm.rollout import Sampler, group_size_of
+from agentenvs.wrappers.grpo import GRPOConfig as CreditGRPOConfig
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
 from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory
-from learners.llm.env_source import CreditedEnvs
-from learners.llm.generation import HFGenerator
-from learners.llm.policy import Policy
-from learners.llm.rollout import Sampler, group_size_of
-from wrappers.grpo import GRPOConfig as CreditGRPOConfig
 
 __all__ = [
     "TRL_GRPO",
@@ -64,7 +64,7 @@ TRL_GRPO = CreditGRPOConfig(episode_norm="trajectory", norm="mean_std", ddof=1, 
 
 
 class EpisodeSampler(Sampler):
-    """A :class:`~learners.llm.rollout.Sampler` that samples each step after its episode's
+    """A :class:`~agentenvs.learners.llm.rollout.Sampler` that samples each step after its episode's
     earlier steps (prompts and responses), so a step's ``Response.prompt_ids`` is the whole
     episode so far followed by the step's own prompt."""
 
@@ -145,7 +145,7 @@ class CreditGRPOTrainer(GRPOTrainer):
 
     Attributes:
         envs: the training envs (one per group of a generation batch), a
-            :class:`~learners.llm.env_source.CreditedEnvs`; ``trainer.envs.close()`` closes them.
+            :class:`~agentenvs.learners.llm.env_source.CreditedEnvs`; ``trainer.envs.close()`` closes them.
         last_groups: the credited groups of the last rollout, in row order.
     """
 

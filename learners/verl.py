@@ -1,6 +1,6 @@
 """Our credit methods as verl advantage estimators (extra ``verl``; tested with verl 0.9.1).
 
-Importing this module registers every method of :mod:`wrappers.registry` with verl's
+Importing this module registers every method of :mod:`agentenvs.wrappers.registry` with verl's
 ``register_adv_est`` as ``agentenvs_<name>`` (:data:`PREFIX`; ``agentenvs_graphgpo``,
 ``agentenvs_gigpo``, ...), so a verl config selects one with
 ``algorithm.adv_estimator=agentenvs_graphgpo``. A method registered later is added by
@@ -60,11 +60,11 @@ from typing import Any
 
 import numpy as np
 import torch
+from agentenvs.wrappers.batch import action_signature, factorise
+from agentenvs.wrappers.registry import get_method, make_config, method_names
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from agentenvs.core import Step, Trajectory
-from wrappers.batch import action_signature, factorise
-from wrappers.registry import get_method, make_config, method_names
 
 __all__ = [
     "PREFIX",
@@ -224,7 +224,7 @@ def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) ->
     if index is None or not all(isinstance(u, StepUid) for u in index):
         raise ValueError(
             "agentenvs estimators need each row's trajectory id and state key: call "
-            "learners.verl.attach_step_uids(batch) before compute_advantage (or pass "
+            "agentenvs.learners.verl.attach_step_uids(batch) before compute_advantage (or pass "
             "non_tensor_batch=); see the module docstring for the columns"
         )
     return index

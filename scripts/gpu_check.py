@@ -10,7 +10,7 @@ recipe's steps (:func:`recipe_args`, :func:`recipe_seq_len`, :func:`plan_recipe`
 
 Cases: Qwen2.5-0.5B and 1.5B architectures, random weights in bf16 with fp32 master weights and
 gradient checkpointing, LoRA (rank 64) and full fine-tune, HF generation; Qwen2.5-7B is planned
-only (:func:`learners.llm.plan.plan_memory`). Each case builds a :class:`~learners.llm.trainer.Trainer`
+only (:func:`agentenvs.learners.llm.plan.plan_memory`). Each case builds a :class:`~agentenvs.learners.llm.trainer.Trainer`
 over Sokoban envs (they only set up the trainer: no episode is played), samples
 ``--prompts`` random-token prompts of ``--prompt-len`` tokens with the trainer's own generator
 (``--new-tokens`` each), and runs the trainer's own ``update`` on those samples with random
@@ -23,10 +23,10 @@ the model in forward and backward over wall time, reference pass included), the 
 the same tensors (its total without the overhead allowance).
 
 The recipe (docs/learner-gpu.md, "GPU recipe") is ``examples/train_llm.py --model random-60m``,
-run through the same steps (:mod:`learners.llm.cli`): the random 59M-parameter Qwen2 of
+run through the same steps (:mod:`agentenvs.learners.llm.cli`): the random 59M-parameter Qwen2 of
 ``learners/llm/tiny.py`` ``RANDOM_MODELS`` (built on the machine, seconds), the demonstration warm
 start (the BFS solver's moves), then GraphGPO on Sokoban rooms that need 2-4 moves, its flags
-``RECIPES[("agentenvs/Sokoban-v0", "random-60m")]`` of :mod:`learners.llm.cli`. Its table has
+``RECIPES[("agentenvs/Sokoban-v0", "random-60m")]`` of :mod:`agentenvs.learners.llm.cli`. Its table has
 test success after the warm start -> after RL per decoding (the learner's report, with the paired
 95% interval), generation and update tokens/s, seconds per iteration, the wall time and the peak
 memory against the planner's.
@@ -55,8 +55,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.plan import (  # noqa: E402
+from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
+from agentenvs.learners.llm.plan import (  # noqa: E402
     ARCHITECTURES,
     GIB,
     MemoryPlan,
@@ -103,8 +103,8 @@ CASES = [Case(m, r) for m in ("Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct") 
 #: Architectures planned but not built (too slow to initialise and update within the budget).
 PLAN_ONLY = [Case("Qwen2.5-7B-Instruct", r) for r in (64, 0)]
 
-#: The GPU recipe's ``--model``: a name of ``learners.llm.tiny.RANDOM_MODELS`` and of the
-#: planner's architectures, and with Sokoban a key of ``learners.llm.cli.RECIPES``.
+#: The GPU recipe's ``--model``: a name of ``agentenvs.learners.llm.tiny.RANDOM_MODELS`` and of the
+#: planner's architectures, and with Sokoban a key of ``agentenvs.learners.llm.cli.RECIPES``.
 RECIPE_MODEL = "random-60m"
 
 #: ``--smoke``: the recipe in miniature (2 warm-start steps, one iteration of 2 groups of 2, 4 test
@@ -159,13 +159,12 @@ def plan_case(case: Case, args: argparse.Namespace, device_bytes: int | None = N
 
 
 def random_policy(case: Case, device: str):
-    """A :class:`~learners.llm.policy.Policy` of ``case``'s architecture, random bf16 weights on
+    """A :class:`~agentenvs.learners.llm.policy.Policy` of ``case``'s architecture, random bf16 weights on
     ``device`` (initialised there: seconds, where a CPU init of 1.5B takes minutes)."""
     import torch
+    from agentenvs.learners.llm.policy import Policy
+    from agentenvs.learners.llm.tiny import build_tiny_tokenizer
     from transformers import Qwen2ForCausalLM
-
-    from learners.llm.policy import Policy
-    from learners.llm.tiny import build_tiny_tokenizer
 
     tokenizer = build_tiny_tokenizer()
     config = qwen2_config(ARCHITECTURES[case.model])
@@ -189,10 +188,10 @@ def measure(case: Case, args: argparse.Namespace, device: str = "cuda") -> dict[
     import gymnasium as gym
     import numpy as np
     import torch
+    from agentenvs.learners.llm.trainer import Trainer
+    from agentenvs.wrappers import GraphCreditWrapper
 
     from agentenvs.core import Step
-    from learners.llm.trainer import Trainer
-    from wrappers import GraphCreditWrapper
 
     cuda = device.startswith("cuda")
     sync = torch.cuda.synchronize if cuda else (lambda: None)
@@ -247,10 +246,10 @@ def measure(case: Case, args: argparse.Namespace, device: str = "cuda") -> dict[
 
 
 def recipe_args(out: str | Path, extra: Sequence[str] = ()):
-    """The recipe's :class:`~learners.llm.cli.TrainArgs`: ``examples/train_llm.py --model
+    """The recipe's :class:`~agentenvs.learners.llm.cli.TrainArgs`: ``examples/train_llm.py --model
     random-60m`` (its ``RECIPES`` entry), writing to ``out`` (no progress bars, no stored
     trajectories, no export); ``extra`` flags override the recipe's."""
-    from learners.llm.cli import parse_args
+    from agentenvs.learners.llm.cli import parse_args
 
     flags = ["--model", RECIPE_MODEL, "--out", str(out), "--no-progress", "--store", "none"]
     return parse_args([*flags, "--export", "none", *extra], prog="gpu_check.py")
@@ -261,11 +260,10 @@ def recipe_seq_len(args) -> int:
     models' tokenizer: the longest prompt of 256 states of uniformly random walks through the
     recipe's env, at every turn (the walks read the tokenizer only), plus the response budget."""
     import gymnasium as gym
-
-    from learners.llm.cli import _env_kwargs
-    from learners.llm.policy import Policy
-    from learners.llm.tiny import build_tiny_tokenizer
-    from learners.llm.warm_start import collect_states
+    from agentenvs.learners.llm.cli import _env_kwargs
+    from agentenvs.learners.llm.policy import Policy
+    from agentenvs.learners.llm.tiny import build_tiny_tokenizer
+    from agentenvs.learners.llm.warm_start import collect_states
 
     env = gym.make(args.env, **_env_kwargs(args))
     states = collect_states(
@@ -312,7 +310,7 @@ def recipe_figures(
     >>> f["gen_tok_s"], f["update_tok_s"], f["s_per_iteration"], f["iterations"]
     (100.0, 600.0, 5.0, 2.0)
     """
-    from learners.llm.metrics import eval_label
+    from agentenvs.learners.llm.metrics import eval_label
 
     its = [r for r in rows if "time_iteration" in r]
 
@@ -345,9 +343,8 @@ def run_recipe(args) -> dict[str, Any]:
     included), the peak of ``torch.cuda.max_memory_allocated`` (bytes; NaN off CUDA) and the
     learner's report lines (``report``)."""
     import torch
-
-    from learners.llm.cli import make_envs, make_policy, report_lines, train, warm_start
-    from learners.llm.distributed import Distributed
+    from agentenvs.learners.llm.cli import make_envs, make_policy, report_lines, train, warm_start
+    from agentenvs.learners.llm.distributed import Distributed
 
     cuda = torch.cuda.is_available()
     if cuda:
@@ -393,8 +390,8 @@ def recipe_table(
 ) -> str:
     """The recipe's markdown table (one row) with its settings, then the learner's report lines:
     ``got`` is :func:`run_recipe`'s figures, a failure's text, or ``None`` (planned only)."""
-    from learners.llm.precision import autocast_dtype
-    from wrappers import METHODS
+    from agentenvs.learners.llm.precision import autocast_dtype
+    from agentenvs.wrappers import METHODS
 
     cfg = args.config
     modes = cfg.eval_modes
@@ -518,7 +515,7 @@ def _cases(args: argparse.Namespace, device: str, device_bytes: int | None) -> t
 def _recipe(args: argparse.Namespace, device: str, device_bytes: int | None) -> tuple[str, bool]:
     """The recipe's table (run, in miniature with ``--smoke``, or planned with its model built on
     CPU in a dry run) and whether it failed."""
-    from learners.llm.tiny import RANDOM_MODELS, build_tiny_model, build_tiny_tokenizer
+    from agentenvs.learners.llm.tiny import RANDOM_MODELS, build_tiny_model, build_tiny_tokenizer
 
     try:
         rargs = recipe_args(args.recipe_out, SMOKE_FLAGS if args.smoke else ())

@@ -35,7 +35,7 @@ def one_torch_thread():
 def tiny_dir():
     """The tiny model's Hugging Face directory (``resolve_model("tiny")``: built once, cached)."""
     pytest.importorskip("transformers")
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     return resolve_model("tiny")
 

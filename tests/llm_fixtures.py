@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
-from learners.llm.policy import Policy
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+from agentenvs.learners.llm.policy import Policy
+from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 
 __all__ = ["tiny_policy", "tiny_tokenizer", "assert_intervals_in_range"]
 

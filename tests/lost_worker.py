@@ -9,7 +9,7 @@ __all__ = ["LostWorker"]
 
 class LostWorker(gym.Wrapper):
     """Ends every episode as a lost Ray worker would: ``info["infra_failure"]`` on its last step
-    (:class:`~wrappers.VectorCreditWrapper` then drops the episode's group)."""
+    (:class:`~agentenvs.wrappers.VectorCreditWrapper` then drops the episode's group)."""
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)

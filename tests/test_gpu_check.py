@@ -42,7 +42,7 @@ def test_dry_run_plans_every_case(tmp_path):
 
 def test_qwen2_config_has_the_published_parameter_count():
     pytest.importorskip("transformers")
-    from learners.llm.plan import ARCHITECTURES
+    from agentenvs.learners.llm.plan import ARCHITECTURES
 
     config = gpu_check.qwen2_config(ARCHITECTURES["Qwen2.5-0.5B-Instruct"])
     q = config.num_attention_heads * config.hidden_size // config.num_attention_heads
@@ -66,8 +66,8 @@ def test_a_case_measures_on_the_tiny_architecture(lora_rank):
 def test_recipe_model_is_the_planned_architecture():
     """The recipe's model as resolve_model builds it: its config is the planner's architecture."""
     pytest.importorskip("transformers")
-    from learners.llm.plan import ARCHITECTURES, load_arch
-    from learners.llm.tiny import RANDOM_MODELS, build_tiny_tokenizer
+    from agentenvs.learners.llm.plan import ARCHITECTURES, load_arch
+    from agentenvs.learners.llm.tiny import RANDOM_MODELS, build_tiny_tokenizer
 
     arch = ARCHITECTURES[gpu_check.RECIPE_MODEL]
     assert arch.num_params == 59_018_752 and arch.embedding_params / arch.num_params < 0.005
@@ -85,9 +85,9 @@ def test_random_model_names_resolve_to_built_directories(tmp_path, monkeypatch):
     """A RANDOM_MODELS name resolves to a directory built once, named by the recipe's fingerprint
     (a small entry stands in for random-60m's 236 MB)."""
     pytest.importorskip("transformers")
-    from learners.llm import models
-    from learners.llm.plan import load_arch
-    from learners.llm.tiny import tiny_fingerprint
+    from agentenvs.learners.llm import models
+    from agentenvs.learners.llm.plan import load_arch
+    from agentenvs.learners.llm.tiny import tiny_fingerprint
 
     small = {"hidden_size": 32, "num_layers": 1, "num_heads": 1, "intermediate_size": 48}
     monkeypatch.setitem(models.RANDOM_MODELS, "random-test", small)

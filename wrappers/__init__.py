@@ -2,49 +2,49 @@
 
 What it may import: numpy, gymnasium, the standard library and :mod:`agentenvs` (never the
 learners, the viewer or the command). The structural modules import no torch or transformers;
-:mod:`wrappers.models` imports them only inside the functions that build a model (a test imports
+:mod:`agentenvs.wrappers.models` imports them only inside the functions that build a model (a test imports
 the package with torch blocked). No module imports this package's ``__init__``, and the import
 graph has no cycle (tested).
 
-Each method is an estimator module registered in one open registry (:mod:`wrappers.methods`
+Each method is an estimator module registered in one open registry (:mod:`agentenvs.wrappers.methods`
 registers the built-ins; the structural ones are pure numpy; the model-based ones, TRIAGE, HISR
 and SPA, have ``needs_model=True``: their frozen config names a model that their online state
-builds and trains, from :mod:`wrappers.models`):
+builds and trains, from :mod:`agentenvs.wrappers.models`):
 
-* :mod:`wrappers.grpo` - GRPO outcome advantage (:class:`GRPOConfig`), method ``"grpo"``.
-* :mod:`wrappers.gigpo` - GiGPO anchor-state step groups (:class:`GiGPOConfig`), ``"gigpo"``.
-* :mod:`wrappers.graphgpo` - GraphGPO distance-to-success graph credit (:class:`GraphGPOConfig`),
+* :mod:`agentenvs.wrappers.grpo` - GRPO outcome advantage (:class:`GRPOConfig`), method ``"grpo"``.
+* :mod:`agentenvs.wrappers.gigpo` - GiGPO anchor-state step groups (:class:`GiGPOConfig`), ``"gigpo"``.
+* :mod:`agentenvs.wrappers.graphgpo` - GraphGPO distance-to-success graph credit (:class:`GraphGPOConfig`),
   ``"graphgpo"`` (alias ``"graph"``).
-* :mod:`wrappers.rtmc` - RTMC rollout-tree Monte Carlo (:class:`RTMCConfig`), ``"rtmc"``.
-* :mod:`wrappers.triage` - TRIAGE role-typed credit from a judge (:class:`TriageConfig`),
-  ``"triage"``; its judges are in :mod:`wrappers.models.judges`.
-* :mod:`wrappers.hisr` - HISR hindsight-modulated segmental process rewards (:class:`HISRConfig`),
-  ``"hisr"``; its segmenters are in :mod:`wrappers.segments`, its scorers in
-  :mod:`wrappers.models.hindsight`.
-* :mod:`wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
-  progress estimators (shared with HISR) are in :mod:`wrappers.models.progress`.
+* :mod:`agentenvs.wrappers.rtmc` - RTMC rollout-tree Monte Carlo (:class:`RTMCConfig`), ``"rtmc"``.
+* :mod:`agentenvs.wrappers.triage` - TRIAGE role-typed credit from a judge (:class:`TriageConfig`),
+  ``"triage"``; its judges are in :mod:`agentenvs.wrappers.models.judges`.
+* :mod:`agentenvs.wrappers.hisr` - HISR hindsight-modulated segmental process rewards (:class:`HISRConfig`),
+  ``"hisr"``; its segmenters are in :mod:`agentenvs.wrappers.segments`, its scorers in
+  :mod:`agentenvs.wrappers.models.hindsight`.
+* :mod:`agentenvs.wrappers.spa` - SPA stepwise progress attribution (:class:`SPAConfig`), ``"spa"``; its
+  progress estimators (shared with HISR) are in :mod:`agentenvs.wrappers.models.progress`.
 
 Each has the flat-array ``estimate_batch(StepBatch, config) -> np.ndarray``; trajectories go
 through the one path of the registry: :func:`estimate` returns advantages,
 :func:`assign_advantages` writes them. The rest of the package:
 
-* :mod:`wrappers.registry` - :data:`METHODS` (names and aliases -> :class:`CreditMethod`),
+* :mod:`agentenvs.wrappers.registry` - :data:`METHODS` (names and aliases -> :class:`CreditMethod`),
   :data:`ALIASES`, :func:`register_method`, :func:`get_method`, :func:`estimate`,
   :func:`assign_advantages`, :func:`registered_methods`, :func:`env_preset`.
-* :mod:`wrappers.base` - the single-env wrappers: :class:`CreditWrapper` (any method by name) and
+* :mod:`agentenvs.wrappers.base` - the single-env wrappers: :class:`CreditWrapper` (any method by name) and
   :class:`OutcomeCreditWrapper`, :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`,
   :class:`RolloutTreeCreditWrapper`, :class:`RoleCreditWrapper`, :class:`HindsightCreditWrapper`,
   :class:`ProgressCreditWrapper`.
-* :mod:`wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env, and
+* :mod:`agentenvs.wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env, and
   :func:`credited_groups` (the groups in a step's ``infos``).
-* :mod:`wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
-* :mod:`wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
-* :mod:`wrappers.batch`, :mod:`wrappers.stats`, :mod:`wrappers.matching` - estimator internals.
-* :mod:`wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
-* :mod:`wrappers.methods` - the registration of the built-ins.
-* :mod:`wrappers.offline` - the SPA / HISR papers' pipeline: reference rollouts into the store,
+* :mod:`agentenvs.wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
+* :mod:`agentenvs.wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
+* :mod:`agentenvs.wrappers.batch`, :mod:`agentenvs.wrappers.stats`, :mod:`agentenvs.wrappers.matching` - estimator internals.
+* :mod:`agentenvs.wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
+* :mod:`agentenvs.wrappers.methods` - the registration of the built-ins.
+* :mod:`agentenvs.wrappers.offline` - the SPA / HISR papers' pipeline: reference rollouts into the store,
   models fitted offline, saved, and frozen in a config that hands out rewards for a critic.
-* :mod:`wrappers.models` - the model-backed parts (progress estimators, hindsight scorers,
+* :mod:`agentenvs.wrappers.models` - the model-backed parts (progress estimators, hindsight scorers,
   judges, the shared fit loop, the online-state map, loading a local Hugging Face causal LM).
 
 The wrappers repeat a task for a group, record the steps and emit credited trajectories in
@@ -56,8 +56,11 @@ The wrappers repeat a task for a group, record the steps and emit credited traje
 True
 """
 
-from wrappers import methods  # noqa: F401  (registers the built-ins before anything resolves a name)
-from wrappers.base import (
+if __name__ != "agentenvs.wrappers":  # the folder wrappers/ found on sys.path: one module, one name
+    raise ImportError(f"import agentenvs.wrappers, not {__name__}")
+
+from agentenvs.wrappers import methods  # noqa: F401  (registers the built-ins before anything resolves a name)
+from agentenvs.wrappers.base import (
     CreditWrapper,
     GiGPOCreditWrapper,
     GraphCreditWrapper,
@@ -67,13 +70,13 @@ from wrappers.base import (
     RoleCreditWrapper,
     RolloutTreeCreditWrapper,
 )
-from wrappers.batch import StepBatch
-from wrappers.gigpo import GiGPOConfig
-from wrappers.graphgpo import GraphGPOConfig
-from wrappers.grouping import group_id
-from wrappers.grpo import GRPOConfig
-from wrappers.hisr import HISRConfig
-from wrappers.registry import (
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.gigpo import GiGPOConfig
+from agentenvs.wrappers.graphgpo import GraphGPOConfig
+from agentenvs.wrappers.grouping import group_id
+from agentenvs.wrappers.grpo import GRPOConfig
+from agentenvs.wrappers.hisr import HISRConfig
+from agentenvs.wrappers.registry import (
     ALIASES,
     METHODS,
     CreditMethod,
@@ -91,10 +94,10 @@ from wrappers.registry import (
     states_only,
     unregister_method,
 )
-from wrappers.rtmc import RTMCConfig
-from wrappers.spa import SPAConfig
-from wrappers.triage import TriageConfig
-from wrappers.vector import VectorCreditWrapper, credited_groups
+from agentenvs.wrappers.rtmc import RTMCConfig
+from agentenvs.wrappers.spa import SPAConfig
+from agentenvs.wrappers.triage import TriageConfig
+from agentenvs.wrappers.vector import VectorCreditWrapper, credited_groups
 
 __all__ = [
     "CreditWrapper",

@@ -8,7 +8,7 @@ This module holds :class:`CreditWrapper` (any registered method, by name) and it
 The wrapper plays ``group_size`` consecutive episodes of one task: the first reset of a group picks
 a task as the env does, resets 2..group_size pass ``options={"task_id": <that task>}``. It records
 every step (``Step.action`` is the very object given to :meth:`~CreditWrapper.step`); when the
-group's last episode ends it credits the group (:mod:`wrappers.grouping`: ids
+group's last episode ends it credits the group (:mod:`agentenvs.wrappers.grouping`: ids
 ``f"{task_id}#{serial}"``, ``traj_id`` = episode index) and puts the credited trajectories, in
 episode order and each ``Step.advantage`` set, into ``info["credit"]`` of that final step, and keeps
 them for :meth:`CreditWrapper.pop_groups`.
@@ -49,13 +49,13 @@ from __future__ import annotations
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
+from agentenvs.wrappers.grouping import GroupAssembler
+from agentenvs.wrappers.recorder import EpisodeRecorder
+from agentenvs.wrappers.registry import _bind_wrapper, _generic_wrapper, canonical_name, get_method
 from gymnasium.core import ActType, ObsType
 
 from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.workers import rng_state_of
-from wrappers.grouping import GroupAssembler
-from wrappers.recorder import EpisodeRecorder
-from wrappers.registry import _bind_wrapper, _generic_wrapper, canonical_name, get_method
 
 __all__ = [
     "CreditWrapper",
@@ -80,13 +80,13 @@ class CreditWrapper(
     Args:
         env: an env whose ``reset`` accepts ``options={"task_id": ...}`` and whose ``info`` carries
             ``task_id``, ``state_key``, ``won`` and ``action_valid`` (every agentenvs env does).
-        method: a name or alias in :data:`wrappers.METHODS`; ``None`` takes the class's
+        method: a name or alias in :data:`agentenvs.wrappers.METHODS`; ``None`` takes the class's
             ``method`` (the named subclasses fix it; :class:`CreditWrapper` itself defaults to
             ``"grpo"``, which needs nothing from the env but the outcome, as does
-            :class:`~wrappers.VectorCreditWrapper`).
+            :class:`~agentenvs.wrappers.VectorCreditWrapper`).
         config: the method's config (default config when ``None``).
         group_size: episodes per group (M), >= 1 (keyword-only, like every option after
-            ``config``: the signature is :class:`~wrappers.VectorCreditWrapper`'s, which takes its
+            ``config``: the signature is :class:`~agentenvs.wrappers.VectorCreditWrapper`'s, which takes its
             group size from the grouped vector env).
         store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
             after it is credited (method: the canonical name; no iteration); ``None``: none. The
@@ -227,32 +227,32 @@ _generic_wrapper.append(CreditWrapper)  # CreditMethod.wrap's wrapper for a meth
 
 
 class OutcomeCreditWrapper(CreditWrapper, method="grpo"):
-    """GRPO: every step gets its trajectory's group-normalised outcome (:mod:`wrappers.grpo`)."""
+    """GRPO: every step gets its trajectory's group-normalised outcome (:mod:`agentenvs.wrappers.grpo`)."""
 
 
 class GiGPOCreditWrapper(CreditWrapper, method="gigpo"):
-    """GiGPO: episode advantage plus anchor-state step advantage (:mod:`wrappers.gigpo`)."""
+    """GiGPO: episode advantage plus anchor-state step advantage (:mod:`agentenvs.wrappers.gigpo`)."""
 
 
 class GraphCreditWrapper(CreditWrapper, method="graphgpo"):
-    """GraphGPO: episode advantage plus graph distance-to-success advantage (:mod:`wrappers.graphgpo`)."""
+    """GraphGPO: episode advantage plus graph distance-to-success advantage (:mod:`agentenvs.wrappers.graphgpo`)."""
 
 
 class RolloutTreeCreditWrapper(CreditWrapper, method="rtmc"):
-    """RTMC: first-visit rollout-tree Monte Carlo advantages (:mod:`wrappers.rtmc`)."""
+    """RTMC: first-visit rollout-tree Monte Carlo advantages (:mod:`agentenvs.wrappers.rtmc`)."""
 
 
 class RoleCreditWrapper(CreditWrapper, method="triage"):
     """TRIAGE: GRPO outcome advantage plus a judge's role-typed step correction
-    (:mod:`wrappers.triage`; the judge is the config's, default the oracle)."""
+    (:mod:`agentenvs.wrappers.triage`; the judge is the config's, default the oracle)."""
 
 
 class HindsightCreditWrapper(CreditWrapper, method="hisr"):
     """HISR: segment process rewards re-weighted by hindsight importance, fused with grounding
-    (:mod:`wrappers.hisr`; its models train online from the groups it credits)."""
+    (:mod:`agentenvs.wrappers.hisr`; its models train online from the groups it credits)."""
 
 
 class ProgressCreditWrapper(CreditWrapper, method="spa"):
     """SPA: a progress estimator's per-step contributions fused with grounding, trained online on
-    the groups it credits (:mod:`wrappers.spa`; the estimator is the config's, default
+    the groups it credits (:mod:`agentenvs.wrappers.spa`; the estimator is the config's, default
     ``"features"``)."""

@@ -36,9 +36,9 @@ from itertools import count
 from typing import Any
 
 import numpy as np
+from agentenvs.wrappers.stats import dense_rank
 
 from agentenvs.core import Step, Trajectory
-from wrappers.stats import dense_rank
 
 __all__ = [
     "StepBatch",

@@ -6,9 +6,9 @@ normalised within it, a singleton step group gets 0, and ``A = episode_weight * 
 step_weight * A^S``. The equations, defaults and worked examples are in docs/credit.md, section 4.
 
 This module holds :class:`GiGPOConfig`, :func:`step_advantages`, :func:`estimate_batch` (trajectories:
-:func:`wrappers.estimate`).
+:func:`agentenvs.wrappers.estimate`).
 
->>> from wrappers import estimate
+>>> from agentenvs.wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(keys, won):
 ...     steps = [Step("o", "a", 0.0, state_key=k) for k in keys]
@@ -24,11 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from wrappers.batch import StepBatch
-from wrappers.grpo import GRPOConfig, episode_advantages, step_scores
-from wrappers.matching import similarity_codes
-from wrappers.stats import dense_codes, discounted_returns, group_zscore
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.grpo import GRPOConfig, episode_advantages, step_scores
+from agentenvs.wrappers.matching import similarity_codes
+from agentenvs.wrappers.stats import dense_codes, discounted_returns, group_zscore
 
 __all__ = [
     "GiGPOConfig",
@@ -38,13 +37,13 @@ __all__ = [
     "estimate_batch",
 ]
 
-#: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads.
+#: The :class:`~agentenvs.wrappers.batch.StepBatch` columns :func:`estimate_batch` reads.
 BATCH_COLUMNS = ("state",)
 
 
 @dataclass(frozen=True)
 class GiGPOConfig(GRPOConfig):
-    """GiGPO (docs/credit.md, section 4). Inherits the episode-term fields of :class:`~wrappers.grpo.GRPOConfig`; ``norm``
+    """GiGPO (docs/credit.md, section 4). Inherits the episode-term fields of :class:`~agentenvs.wrappers.grpo.GRPOConfig`; ``norm``
     applies to both terms (the reference ``mode``: ``"mean_std"`` = ``mean_std_norm``, ``"mean"`` =
     ``mean_norm``)."""
 

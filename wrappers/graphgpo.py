@@ -12,11 +12,11 @@ worked examples are in docs/credit.md, section 5.
 
 This module holds :class:`GraphGPOConfig`, :func:`build_graph`, :func:`distances`,
 :func:`graph_rewards`, :func:`graph_advantages`, :func:`diagnostics`, :func:`estimate_batch` (trajectories:
-:func:`wrappers.estimate`). All groups are solved at once: one multi-source search over the union of the
+:func:`agentenvs.wrappers.estimate`). All groups are solved at once: one multi-source search over the union of the
 group graphs (their nodes are (group, state) pairs, so graphs never mix); the reverse adjacency is
 built with a radix sort and each breadth-first level costs O(edges into the frontier).
 
->>> from wrappers import estimate
+>>> from agentenvs.wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(path, won):
 ...     steps = [Step("o", "a", 0.0, state_key=u, next_state_key=v) for u, v in zip(path, path[1:])]
@@ -34,11 +34,10 @@ from heapq import heappop, heappush
 from typing import Any, ClassVar
 
 import numpy as np
-
-from wrappers.batch import StepBatch
-from wrappers.grpo import GRPOConfig, _check_choice, episode_advantages
-from wrappers.matching import similarity_codes
-from wrappers.stats import dense_codes, group_zscore, radix_argsort
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.grpo import GRPOConfig, _check_choice, episode_advantages
+from agentenvs.wrappers.matching import similarity_codes
+from agentenvs.wrappers.stats import dense_codes, group_zscore, radix_argsort
 
 __all__ = [
     "GraphGPOConfig",
@@ -56,14 +55,14 @@ __all__ = [
 #: ``"paper"``: exponent ``d(s') + c`` (the paper's Eq. 4); ``"reference"``: exponent
 #: ``d(s') + c - 1``, the recipe's ``d(s') + weight - 1`` (``d(s')`` with unit costs).
 REWARD_CONVENTIONS = ("paper", "reference")
-#: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads.
+#: The :class:`~agentenvs.wrappers.batch.StepBatch` columns :func:`estimate_batch` reads.
 BATCH_COLUMNS = ("state", "next_state", "cost")
 
 
 @dataclass(frozen=True)
 class GraphGPOConfig(GRPOConfig):
     """GraphGPO (docs/credit.md, section 5). Inherits the episode-term fields of
-    :class:`~wrappers.grpo.GRPOConfig`; ``norm``, ``ddof`` and ``eps`` also apply to the
+    :class:`~agentenvs.wrappers.grpo.GRPOConfig`; ``norm``, ``ddof`` and ``eps`` also apply to the
     per-source-state graph groups."""
 
     distance_discount: float = 0.1

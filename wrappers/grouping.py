@@ -2,15 +2,15 @@
 
 This module holds :func:`group_id` (the id format) and :class:`GroupAssembler`, which collects the
 finished member trajectories of open groups, checks that each group plays one task, gives the group
-and its members their ids, credits it with the resolved method (:meth:`~wrappers.registry.CreditMethod.assign`), puts the group into the
-bounded outbox (:class:`~wrappers.recorder.GroupOutbox`), appends it to the optional
+and its members their ids, credits it with the resolved method (:meth:`~agentenvs.wrappers.registry.CreditMethod.assign`), puts the group into the
+bounded outbox (:class:`~agentenvs.wrappers.recorder.GroupOutbox`), appends it to the optional
 :class:`~agentenvs.core.TrajectoryStore` (method: the canonical name; no iteration) and returns it.
 
 Ids. A group's ``group_id`` is ``f"{task_id}#{serial}"``, where ``serial`` counts the groups an
 assembler (so: one wrapper) has credited, from 0, never reset (it survives env resets, so ids stay
 unique within a wrapper). A member's ``traj_id`` is its member index within the group: the episode
-number (0..group_size-1) for :class:`~wrappers.CreditWrapper`, the sub-env's index within its block
-for :class:`~wrappers.VectorCreditWrapper`. Groups come out in completion order, members in member
+number (0..group_size-1) for :class:`~agentenvs.wrappers.CreditWrapper`, the sub-env's index within its block
+for :class:`~agentenvs.wrappers.VectorCreditWrapper`. Groups come out in completion order, members in member
 order.
 
 >>> from agentenvs.core import Step, Trajectory
@@ -30,10 +30,11 @@ import warnings
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from agentenvs.wrappers.recorder import GroupOutbox
+from agentenvs.wrappers.registry import STATE_KEY_POLICIES, CreditMethod, get_method
+
 from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.vector import check_group_size
-from wrappers.recorder import GroupOutbox
-from wrappers.registry import STATE_KEY_POLICIES, CreditMethod, get_method
 
 __all__ = ["group_id", "GroupAssembler"]
 
@@ -52,13 +53,13 @@ class GroupAssembler:
 
     Args:
         group_size: members per group.
-        method: a credit method name or alias (:data:`wrappers.METHODS`), or its resolved
-            :class:`~wrappers.registry.CreditMethod` (kept: the registry is not consulted again).
+        method: a credit method name or alias (:data:`agentenvs.wrappers.METHODS`), or its resolved
+            :class:`~agentenvs.wrappers.registry.CreditMethod` (kept: the registry is not consulted again).
         config: the method's config (default when ``None``).
         capacity: the outbox bound (oldest credited groups dropped beyond it).
         store: where every credited group is also appended, right after it is credited (``None``:
             nowhere); the assembler does not close it.
-        state_keys: ``"required"`` or ``"none"`` (:func:`~wrappers.registry.assign_advantages`).
+        state_keys: ``"required"`` or ``"none"`` (:func:`~agentenvs.wrappers.registry.assign_advantages`).
 
     ``group_size`` must be an int >= 1 (``TypeError`` / ``ValueError`` otherwise); 1 warns, since a
     group of one episode gives every group-relative term 0 (GRPO, GiGPO, GraphGPO and RTMC then
@@ -136,7 +137,7 @@ class GroupAssembler:
         return group
 
     def credit(self, groups: list[list[Trajectory]]) -> None:
-        """Credit complete ``groups`` in one :meth:`~wrappers.registry.CreditMethod.assign` call
+        """Credit complete ``groups`` in one :meth:`~agentenvs.wrappers.registry.CreditMethod.assign` call
         (one batch: methods that whiten over the batch, such as TRIAGE, see them together) and
         put them into the outbox (and the store)."""
         if not groups:

@@ -3,9 +3,9 @@
 This module holds :class:`GRPOConfig` (also the base of the GiGPO and GraphGPO configs, whose
 episode term is this one), :func:`step_scores` (per-step scores under the penalty-placement
 convention), :func:`episode_advantages` / :func:`estimate_batch` (flat arrays; trajectories go through
-:func:`wrappers.estimate`). The equations, defaults and worked examples are in docs/credit.md, sections 1 and 3.
+:func:`agentenvs.wrappers.estimate`). The equations, defaults and worked examples are in docs/credit.md, sections 1 and 3.
 
->>> from wrappers import estimate
+>>> from agentenvs.wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> win = Trajectory("t", "g", [Step("o", "a", 0.0), Step("o", "b", 10.0)], success=True)
 >>> lose = Trajectory("t", "g", [Step("o", "c", 0.0)], success=False)
@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-
-from wrappers.batch import StepBatch
-from wrappers.stats import NORMS, group_zscore
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.stats import NORMS, group_zscore
 
 __all__ = [
     "GRPOConfig",
@@ -39,7 +38,7 @@ EPISODE_NORMS = ("trajectory", "cross_steps")
 #: Where the env-charged invalid-action penalty counts: the whole ``"episode"`` return, or only the
 #: invalid ``"step"`` (the reference stack, whose env does not charge it).
 PENALTY_SCOPES = ("episode", "step")
-#: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads beyond rewards,
+#: The :class:`~agentenvs.wrappers.batch.StepBatch` columns :func:`estimate_batch` reads beyond rewards,
 #: validity, lengths, groups and success: none.
 BATCH_COLUMNS: tuple[str, ...] = ()
 

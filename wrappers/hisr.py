@@ -1,7 +1,7 @@
 """HISR: hindsight-modulated segmental process rewards, as a critic-free credit method.
 
 A trajectory's outcome ``R`` is split over its segments by a segment process-reward model (SPRM,
-a :mod:`wrappers.models.progress` estimator read per segment); each segment's share is re-weighted by how
+a :mod:`agentenvs.wrappers.models.progress` estimator read per segment); each segment's share is re-weighted by how
 much more likely a hindsight model (which sees the future and ``R``) finds the segment's actions
 than the policy did; the re-weighted reward goes on the segment's last step and is fused with an
 action-grounding reward; group-relative reward-to-go turns the step rewards into advantages. The
@@ -16,7 +16,7 @@ This module holds:
   them for one trajectory).
 * :func:`behaviour_loglik` - a learner action's behaviour log-likelihood total and token count.
 * :func:`trajectory_rewards` - the per-step fused rewards of trajectories (models consulted,
-  diagnostics and costs written); :func:`estimate_batch` - advantages (trajectories: :func:`wrappers.estimate`).
+  diagnostics and costs written); :func:`estimate_batch` - advantages (trajectories: :func:`agentenvs.wrappers.estimate`).
 * :class:`OnlineTrainer` - the bounded buffer and refits behind ``HISRConfig.online``;
   :class:`HISRState` - the online state of a config (its models and trainer), :data:`online_state`.
 
@@ -38,10 +38,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch
-from wrappers.models.hindsight import (
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.models.hindsight import (
     OUTCOMES,
     TurnRequest,
     check_scorer_spec,
@@ -49,10 +47,12 @@ from wrappers.models.hindsight import (
     trajectory_outcome,
     turn_requests,
 )
-from wrappers.models.online import OnlineStates
-from wrappers.models.progress import check_estimator_spec, make_estimator
-from wrappers.rewards import grounding, group_relative_returns
-from wrappers.segments import Segments, make_segmenter, per_turn, segment, segment_ends
+from agentenvs.wrappers.models.online import OnlineStates
+from agentenvs.wrappers.models.progress import check_estimator_spec, make_estimator
+from agentenvs.wrappers.rewards import grounding, group_relative_returns
+from agentenvs.wrappers.segments import Segments, make_segmenter, per_turn, segment, segment_ends
+
+from agentenvs.core import Trajectory
 
 __all__ = [
     "HISRConfig",
@@ -105,9 +105,9 @@ class HISRConfig:
     """HISR's options (docs/hisr.md, section 6 lists the defaults and where they come from).
 
     Models may be given as objects or as text specs, resolved when the config is made:
-    ``segmenter`` (:func:`wrappers.segments.make_segmenter`), ``sprm``
-    (:func:`wrappers.models.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
-    (:func:`wrappers.models.hindsight.make_scorer`). A spec is checked here; the models are built,
+    ``segmenter`` (:func:`agentenvs.wrappers.segments.make_segmenter`), ``sprm``
+    (:func:`agentenvs.wrappers.models.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
+    (:func:`agentenvs.wrappers.models.hindsight.make_scorer`). A spec is checked here; the models are built,
     and trained online, by the method's online state (:class:`HISRState`, :data:`online_state`).
     """
 
@@ -151,7 +151,7 @@ class HISRConfig:
     """``R``: ``"success"`` (1/0 from the won flag) or ``"return"`` (total env reward)."""
     use_action_valid: bool = True
     """Count ``Step.action_valid = False`` as not executed (grounding 0); an env's
-    ``info["action_executed"] = False`` always counts (:func:`wrappers.rewards.executed`)."""
+    ``info["action_executed"] = False`` always counts (:func:`agentenvs.wrappers.rewards.executed`)."""
     online: bool = True
     """Refit the SPRM and the scorers from the trajectories credited so far (section 5.2)."""
     refit_every: int = 4
@@ -554,7 +554,7 @@ def estimate_batch(batch: StepBatch, config: HISRConfig | None = None) -> np.nda
 
     Needs ``batch.trajectories``. Rewards come from :func:`trajectory_rewards`; with
     ``advantage="group_relative"`` each group's reward-to-go (``gamma``) is normalised over its
-    steps (:func:`wrappers.rewards.group_relative_returns`). With ``online`` the batch then joins
+    steps (:func:`agentenvs.wrappers.rewards.group_relative_returns`). With ``online`` the batch then joins
     the training buffer; a refit's losses and seconds go to the batch's first trajectory's
     ``info["credit"]``.
     """

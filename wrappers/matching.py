@@ -14,7 +14,7 @@ always share a cluster.
 Cost is O(distinct keys x clusters x L^2) per group; it is an opt-in feature for noisy text.
 
 >>> from agentenvs.core import Step, Trajectory
->>> from wrappers.batch import StepBatch
+>>> from agentenvs.wrappers.batch import StepBatch
 >>> steps = [Step("o", "a", 0.0, state_key=k, next_state_key=None)
 ...          for k in ["page one ad", "page one ad!", "other"]]
 >>> b = StepBatch.from_trajectories([Trajectory("t", "g", steps)])
@@ -28,8 +28,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 
 import numpy as np
-
-from wrappers.batch import StepBatch
+from agentenvs.wrappers.batch import StepBatch
 
 __all__ = ["similarity_codes"]
 

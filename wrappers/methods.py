@@ -1,20 +1,20 @@
-"""The built-in credit methods, registered in :mod:`wrappers.registry` (in this order).
+"""The built-in credit methods, registered in :mod:`agentenvs.wrappers.registry` (in this order).
 
 This module holds no code of its own: it imports each estimator module and registers it through
-:func:`~wrappers.registry.register_method`. The structural methods (GRPO, GiGPO, GraphGPO, RTMC)
+:func:`~agentenvs.wrappers.registry.register_method`. The structural methods (GRPO, GiGPO, GraphGPO, RTMC)
 are pure numpy; TRIAGE, HISR and SPA consult a model or judge (``needs_model=True``), whose
-implementations live in :mod:`wrappers.models` and import torch only when a model is built.
-``wrappers/__init__`` imports this module, so any ``import wrappers...`` registers them.
+implementations live in :mod:`agentenvs.wrappers.models` and import torch only when a model is built.
+``wrappers/__init__`` imports this module, so any ``import agentenvs.wrappers...`` registers them.
 
->>> from wrappers.registry import METHODS
+>>> from agentenvs.wrappers.registry import METHODS
 >>> METHODS["graph"].name, METHODS["spa"].needs_model, METHODS["rtmc"].needs_model
 ('graphgpo', True, False)
 """
 
 from __future__ import annotations
 
-from wrappers import gigpo, graphgpo, grpo, hisr, rtmc, spa, triage
-from wrappers.registry import config_signature, register_method, states_only
+from agentenvs.wrappers import gigpo, graphgpo, grpo, hisr, rtmc, spa, triage
+from agentenvs.wrappers.registry import config_signature, register_method, states_only
 
 __all__: list[str] = []
 

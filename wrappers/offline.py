@@ -16,7 +16,7 @@ on the fused per-step rewards. This module holds steps 2 to 4:
 * :func:`save_models` / :func:`load_models` - one ``torch.save`` file per fit.
 * :func:`frozen_config` - the method's config with the fitted models, ``online=False`` and
   ``advantage="rewards"``: the wrapper emits the fused rewards ``r_t`` as each step's value, which
-  :class:`learners.sb3.CreditPPO` turns into advantages by GAE with its critic.
+  :class:`agentenvs.learners.sb3.CreditPPO` turns into advantages by GAE with its critic.
 * :func:`step_rewards` - the fused rewards the frozen models give some trajectories.
 
 torch is imported only inside the functions that fit, save or load.
@@ -42,16 +42,16 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from agentenvs.wrappers.grouping import group_id
+from agentenvs.wrappers.hisr import HISRConfig, trajectory_rewards
+from agentenvs.wrappers.models.fit import FitReport
+from agentenvs.wrappers.models.hindsight import FeatureScorer, train_hindsight, trajectory_outcome
+from agentenvs.wrappers.models.progress import make_estimator
+from agentenvs.wrappers.recorder import EpisodeRecorder
+from agentenvs.wrappers.segments import make_segmenter, segment, segment_ends
+from agentenvs.wrappers.spa import SPAConfig, estimate_batch, outcomes
 
 from agentenvs.core import Trajectory, TrajectoryStore
-from wrappers.grouping import group_id
-from wrappers.hisr import HISRConfig, trajectory_rewards
-from wrappers.models.fit import FitReport
-from wrappers.models.hindsight import FeatureScorer, train_hindsight, trajectory_outcome
-from wrappers.models.progress import make_estimator
-from wrappers.recorder import EpisodeRecorder
-from wrappers.segments import make_segmenter, segment, segment_ends
-from wrappers.spa import SPAConfig, estimate_batch, outcomes
 
 __all__ = [
     "collect_rollouts",
@@ -178,7 +178,7 @@ def fit_spa(
     """Fit SPA's progress estimator once on ``groups`` (lists of trajectories or
     :class:`~agentenvs.core.StoredGroup`): the sum-of-contributions MSE against each trajectory's
     outcome (docs/spa.md, section 3), the estimator's own epochs. ``estimator`` and ``options`` as
-    :func:`wrappers.models.progress.make_estimator` (an object is fitted in place)."""
+    :func:`agentenvs.wrappers.models.progress.make_estimator` (an object is fitted in place)."""
     trajs = _trajectories(groups)
     model = make_estimator(estimator, **options)
     report = model.fit(trajs, outcomes(trajs, outcome).tolist())
@@ -242,8 +242,7 @@ def _estimator_state(estimator: Any) -> dict[str, Any]:
 def _estimator_from(saved: dict[str, Any]) -> Any:
     """The estimator of a dict :func:`_estimator_state` gave."""
     import torch
-
-    from wrappers.models.progress import load_estimator
+    from agentenvs.wrappers.models.progress import load_estimator
 
     with tempfile.TemporaryDirectory() as tmp:
         torch.save(saved, Path(tmp) / "estimator.pt")
@@ -325,7 +324,7 @@ def step_rewards(
     (``step.extras["spa"]`` / ``["hisr"]``)."""
     if isinstance(config, HISRConfig):
         return trajectory_rewards(trajectories, replace(config, online=False))
-    from wrappers.batch import StepBatch
+    from agentenvs.wrappers.batch import StepBatch
 
     frozen = replace(config, online=False, advantage="rewards")
     flat = estimate_batch(StepBatch.from_trajectories(list(trajectories)), frozen)

@@ -21,8 +21,9 @@ import warnings
 from collections import deque
 from typing import Any
 
+from agentenvs.wrappers.rewards import EXECUTED_KEY
+
 from agentenvs.core import Step, Trajectory, episode_success
-from wrappers.rewards import EXECUTED_KEY
 
 __all__ = ["EpisodeRecorder", "GroupOutbox"]
 

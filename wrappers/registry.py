@@ -1,7 +1,7 @@
 """The open registry of credit methods, and the one path from trajectories to advantages.
 
 This module is the mechanism only: it imports no estimator (the built-ins are registered by
-:mod:`wrappers.methods`, which the package imports first) and no wrapper (:mod:`wrappers.base`
+:mod:`agentenvs.wrappers.methods`, which the package imports first) and no wrapper (:mod:`agentenvs.wrappers.base`
 hands it the generic wrapper class), so nothing here points back at its importers. It holds:
 
 * :class:`CreditMethod` - one registry entry: everything a method needs (its flat-array estimator,
@@ -27,18 +27,18 @@ Built-in methods (canonical name = module name), their aliases and ``needs_model
 ============  ==========================  ======================  =======  ===========
 name          estimator                   config                  aliases  needs_model
 ============  ==========================  ======================  =======  ===========
-``grpo``      :mod:`wrappers.grpo`        ``GRPOConfig``                   no
-``gigpo``     :mod:`wrappers.gigpo`       ``GiGPOConfig``                  no
-``graphgpo``  :mod:`wrappers.graphgpo`    ``GraphGPOConfig``      ``graph``  no
-``rtmc``      :mod:`wrappers.rtmc`        ``RTMCConfig``                   no
-``triage``    :mod:`wrappers.triage`      ``TriageConfig``                 yes
-``hisr``      :mod:`wrappers.hisr`        ``HISRConfig``                   yes
-``spa``       :mod:`wrappers.spa`         ``SPAConfig``                    yes
+``grpo``      :mod:`agentenvs.wrappers.grpo`        ``GRPOConfig``                   no
+``gigpo``     :mod:`agentenvs.wrappers.gigpo`       ``GiGPOConfig``                  no
+``graphgpo``  :mod:`agentenvs.wrappers.graphgpo`    ``GraphGPOConfig``      ``graph``  no
+``rtmc``      :mod:`agentenvs.wrappers.rtmc`        ``RTMCConfig``                   no
+``triage``    :mod:`agentenvs.wrappers.triage`      ``TriageConfig``                 yes
+``hisr``      :mod:`agentenvs.wrappers.hisr`        ``HISRConfig``                   yes
+``spa``       :mod:`agentenvs.wrappers.spa`         ``SPAConfig``                    yes
 ============  ==========================  ======================  =======  ===========
 
 A method is a flat-array estimator ``estimate_batch(StepBatch, config) -> np.ndarray`` (one float
 per step), a config class (a dataclass whose no-argument call gives the defaults) and a *signature
-rule* ``signature(config) -> Signature``: the :data:`~wrappers.batch.Signature` that codes each
+rule* ``signature(config) -> Signature``: the :data:`~agentenvs.wrappers.batch.Signature` that codes each
 step's ``(state, action)`` into ``StepBatch.state`` / ``StepBatch.action``. Registering one gives at
 once :func:`assign_advantages` (``assign_advantages(groups, "name")``), the wrappers
 (``CreditWrapper(env, method="name")``, ``VectorCreditWrapper(envs, "name")``, or a named subclass in
@@ -80,15 +80,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from agentenvs.core import Trajectory
-from wrappers.batch import (
+from agentenvs.wrappers.batch import (
     COLUMNS,
     Signature,
     StepBatch,
     default_signature,
     state_signature,
 )
+
+from agentenvs.core import Trajectory
 
 if TYPE_CHECKING:  # the wrapper classes import this module
     import gymnasium as gym
@@ -148,7 +148,7 @@ def _no_state_keys(batch: StepBatch) -> bool:
 
 def config_signature(config: Any) -> Signature:
     """The config's own ``signature`` field when it has one that is set, else
-    :func:`~wrappers.batch.default_signature` (``Step.state_key`` and the action's signature).
+    :func:`~agentenvs.wrappers.batch.default_signature` (``Step.state_key`` and the action's signature).
 
     The default rule of :func:`register_method`; RTMC uses it (``RTMCConfig.signature``).
     """
@@ -156,7 +156,7 @@ def config_signature(config: Any) -> Signature:
 
 
 def states_only(config: Any) -> Signature:
-    """:func:`~wrappers.batch.state_signature` whatever the config: the estimator never looks at
+    """:func:`~agentenvs.wrappers.batch.state_signature` whatever the config: the estimator never looks at
     ``StepBatch.action`` (cheaper to build). GRPO, GiGPO and GraphGPO use it."""
     return state_signature
 
@@ -171,11 +171,11 @@ class CreditMethod:
         config: the config class; ``config()`` gives the defaults.
         signature: the signature rule, ``(config) -> Signature``.
         aliases: other names that resolve to this method.
-        wrapper: the method's named wrapper class (e.g. :class:`~wrappers.GraphCreditWrapper`) or
+        wrapper: the method's named wrapper class (e.g. :class:`~agentenvs.wrappers.GraphCreditWrapper`) or
             ``None``; set by :func:`register_method` or by declaring
             ``class X(CreditWrapper, method=name)``.
         columns: the per-step :class:`StepBatch` columns the estimator reads (a subset of
-            :data:`~wrappers.batch.COLUMNS`; the others are not built, which saves time).
+            :data:`~agentenvs.wrappers.batch.COLUMNS`; the others are not built, which saves time).
         needs_model: the method consults a model or judge (TRIAGE, HISR, SPA); ``False`` for a
             pure function of the group's states, actions and rewards (what a viewer may re-run).
 
@@ -290,7 +290,7 @@ class CreditMethod:
         )
 
     def wrap(self, env: gym.Env, group_size: int = 8, config: Any = None) -> gym.Env:
-        """``env`` in this method's wrapper (its named class, else :class:`~wrappers.CreditWrapper`)."""
+        """``env`` in this method's wrapper (its named class, else :class:`~agentenvs.wrappers.CreditWrapper`)."""
         wrapper = self.wrapper or _generic_wrapper[0]
         return wrapper(env, group_size=group_size, config=config, method=self.name)
 
@@ -302,7 +302,9 @@ _lock = threading.RLock()
 _entries: dict[str, CreditMethod] = {}  # canonical name -> entry
 _aliases: dict[str, str] = {}  # alias -> canonical name
 _names: dict[str, CreditMethod] = {}  # canonical names and aliases -> entry
-_generic_wrapper: list[type] = []  # [CreditWrapper], set by wrappers.base (which imports this)
+_generic_wrapper: list[
+    type
+] = []  # [CreditWrapper], set by agentenvs.wrappers.base (which imports this)
 
 #: name or alias -> :class:`CreditMethod` (live, read-only; change it with :func:`register_method`).
 METHODS: Mapping[str, CreditMethod] = MappingProxyType(_names)
@@ -343,7 +345,7 @@ def register_method(
         wrapper: the method's named wrapper class, if any (a ``CreditWrapper`` subclass declared
             with ``method=name`` binds itself when none is set).
         columns: the :class:`StepBatch` columns the estimator reads (default: all of
-            :data:`~wrappers.batch.COLUMNS`).
+            :data:`~agentenvs.wrappers.batch.COLUMNS`).
         needs_model: the method consults a model or judge (:attr:`CreditMethod.needs_model`).
         replace: free the names (``name`` and ``aliases``) that are already taken first: an alias
             alone, a canonical name with its whole method. Without it a taken name raises

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from agentenvs.wrappers.stats import discounted_returns
 
 from agentenvs.core import Step, Trajectory
-from wrappers.stats import discounted_returns
 
 __all__ = [
     "EXECUTED_KEY",

@@ -8,13 +8,13 @@ by the group's population std. Groups whose rollouts all succeeded or all failed
 equations, defaults and worked examples are in docs/credit.md, section 6.
 
 This module holds :class:`RTMCConfig`, the signature functions :func:`default_signature`
-(re-exported from :mod:`wrappers.batch`), :func:`prefix_signature` and
+(re-exported from :mod:`agentenvs.wrappers.batch`), :func:`prefix_signature` and
 :func:`cumulative_set_signature`, :func:`diagnostics`, :func:`estimate_batch` (trajectories:
-:func:`wrappers.estimate`). Returns are
+:func:`agentenvs.wrappers.estimate`). Returns are
 discounted sums of ``Step.reward`` (step rewards and any validation bonus are the environment's
 business).
 
->>> from wrappers import estimate
+>>> from agentenvs.wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(actions, won):
 ...     steps = [Step("o", a, 0.0, state_key=i) for i, a in enumerate(actions)]
@@ -32,16 +32,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-
-from agentenvs.core import Step
-from wrappers.batch import (
+from agentenvs.wrappers.batch import (
     Signature,
     StepBatch,
     action_signature,
     default_signature,
 )
-from wrappers.grpo import _check_choice
-from wrappers.stats import dense_codes, discounted_returns, radix_argsort
+from agentenvs.wrappers.grpo import _check_choice
+from agentenvs.wrappers.stats import dense_codes, discounted_returns, radix_argsort
+
+from agentenvs.core import Step
 
 __all__ = [
     "RTMCConfig",
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-#: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads.
+#: The :class:`~agentenvs.wrappers.batch.StepBatch` columns :func:`estimate_batch` reads.
 BATCH_COLUMNS = ("state", "action")
 
 
@@ -104,8 +104,8 @@ class RTMCConfig:
     """Added to the std in ``"group_std"`` normalisation."""
     signature: Signature | None = None
     """``(steps, t) -> (state_signature, action_signature)`` for step ``t`` of a trajectory
-    (hashable values); ``None`` = :func:`~wrappers.batch.default_signature` (``Step.state_key``,
-    :func:`~wrappers.batch.action_signature`). Generic alternatives: :func:`prefix_signature`,
+    (hashable values); ``None`` = :func:`~agentenvs.wrappers.batch.default_signature` (``Step.state_key``,
+    :func:`~agentenvs.wrappers.batch.action_signature`). Generic alternatives: :func:`prefix_signature`,
     :func:`cumulative_set_signature`."""
 
     #: Fields where a reference implementation differs from the defaults: none, since RTMC has no

@@ -7,7 +7,7 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
   ``sum_t c_t ~ R``), or a baseline source (``mean``: ``R/n``; ``sparse``: ``R`` on the last step;
   ``random``: U[0, 1]; ``loo_baseline``: ``R`` minus the mean outcome of the rest of the group);
 * grounding ``g_t``: 1 where the action executed, else 0, as the env reports it
-  (:func:`wrappers.rewards.grounding`);
+  (:func:`agentenvs.wrappers.rewards.grounding`);
 * fused step reward ``r_t = alpha * c_t + beta * g_t`` with the paper's indicator ``g_t``
   (``grounding_mode="indicator"``), or ``alpha * c_t + beta * (g_t - 1)`` (``"penalty"``, the
   default: no bonus for long episodes under the critic-free reward-to-go);
@@ -18,10 +18,10 @@ This module holds :class:`SPAConfig` (frozen values), :class:`SPAState` (the onl
 estimator built from the config's spec and its :class:`ProgressBuffer`; :data:`online_state` gives
 a config's), the pure
 maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`; :func:`gae`, the GAE a
-learner with a critic runs on ``r``, is :func:`wrappers.stats.gae`) and
-:func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
+learner with a critic runs on ``r``, is :func:`agentenvs.wrappers.stats.gae`) and
+:func:`estimate_batch` (trajectories: :func:`agentenvs.wrappers.estimate`).
 
->>> from wrappers import estimate
+>>> from agentenvs.wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> won = Trajectory("t", "g", [Step("o", "go", 0.0), Step("o", "take", 1.0)], success=True,
 ...                  final_observation="You take the mug.")
@@ -47,14 +47,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.models.fit import FitReport
+from agentenvs.wrappers.models.online import OnlineStates
+from agentenvs.wrappers.models.progress import (
+    ProgressEstimator,
+    check_estimator_spec,
+    make_estimator,
+)
+from agentenvs.wrappers.rewards import grounding, group_relative_returns
+from agentenvs.wrappers.stats import gae
 
 from agentenvs.core import Trajectory
-from wrappers.batch import StepBatch
-from wrappers.models.fit import FitReport
-from wrappers.models.online import OnlineStates
-from wrappers.models.progress import ProgressEstimator, check_estimator_spec, make_estimator
-from wrappers.rewards import grounding, group_relative_returns
-from wrappers.stats import gae
 
 __all__ = [
     "SPAConfig",
@@ -123,7 +127,7 @@ class SPAConfig:
             episodes (docs/spa.md, section 6).
         use_action_valid: count ``Step.action_valid = False`` as not executed (default ``True``);
             an env's ``info["action_executed"] = False`` always counts
-            (:func:`wrappers.rewards.executed`).
+            (:func:`agentenvs.wrappers.rewards.executed`).
         outcome: ``"success"`` (1/0 from the ``won`` flag, default) or ``"return"`` (the env return,
             env units; e.g. WebShop's score, with any invalid-action penalties in it).
         contribution_source: one of :data:`SOURCES` (default ``"estimator"``).
@@ -132,7 +136,7 @@ class SPAConfig:
             telescope to the outcome; the papers' 0.99 is a critic's GAE setting).
         advantage: ``"group_relative"`` (default) or ``"rewards"`` (the fused rewards themselves).
         eps: added to the group std (default 1e-6).
-        estimator: a progress estimator, or a spec for :func:`wrappers.models.progress.make_estimator`
+        estimator: a progress estimator, or a spec for :func:`agentenvs.wrappers.models.progress.make_estimator`
             (``"features"``, default; ``"tabular"``; ``"hf:<dir>"``; a saved file); checked here,
             built by the online state (:class:`SPAState`).
         estimator_options: keyword options for an estimator built from a spec (e.g.

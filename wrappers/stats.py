@@ -173,7 +173,7 @@ def discounted_returns(rewards: np.ndarray, offsets: np.ndarray, gamma: float) -
 
     Args:
         rewards: float ``(n,)`` per-step rewards.
-        offsets: int ``(m + 1,)`` trajectory boundaries (see :class:`~wrappers.batch.StepBatch`).
+        offsets: int ``(m + 1,)`` trajectory boundaries (see :class:`~agentenvs.wrappers.batch.StepBatch`).
         gamma: discount in ``[0, 1]``.
 
     Returns:

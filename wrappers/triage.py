@@ -8,9 +8,9 @@ in docs/triage.md.
 
 This module holds :class:`TriageConfig`, the pure maths (:func:`outcome_advantages`,
 :func:`process_rewards`, :func:`whiten`), :func:`judge_batch` (requests -> results, through the
-cache, one judge call per group) and :func:`estimate_batch` (trajectories: :func:`wrappers.estimate`).
+cache, one judge call per group) and :func:`estimate_batch` (trajectories: :func:`agentenvs.wrappers.estimate`).
 
->>> from wrappers import estimate
+>>> from agentenvs.wrappers import estimate
 >>> from agentenvs.core import Step, Trajectory
 >>> def traj(keys, won, progress):
 ...     steps = [Step("o", a, 0.0, state_key=s, next_state_key=t, progress=p)
@@ -33,14 +33,19 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-
-from wrappers.batch import StepBatch
-from wrappers.models.judges.cache import JudgeCache
-from wrappers.models.judges.factory import check_judge_spec, make_judge
-from wrappers.models.judges.request import MODES, Judge, JudgeRequest, JudgeResult, build_requests
-from wrappers.models.judges.roles import ROLE_REWARDS, Role, parse_role
-from wrappers.models.online import OnlineStates
-from wrappers.registry import env_preset
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.models.judges.cache import JudgeCache
+from agentenvs.wrappers.models.judges.factory import check_judge_spec, make_judge
+from agentenvs.wrappers.models.judges.request import (
+    MODES,
+    Judge,
+    JudgeRequest,
+    JudgeResult,
+    build_requests,
+)
+from agentenvs.wrappers.models.judges.roles import ROLE_REWARDS, Role, parse_role
+from agentenvs.wrappers.models.online import OnlineStates
+from agentenvs.wrappers.registry import env_preset
 
 __all__ = [
     "TriageConfig",
@@ -57,7 +62,7 @@ __all__ = [
 
 #: Over which steps the raw advantages are whitened (docs/triage.md, section 2).
 WHITEN_SCOPES = ("batch", "group", "none")
-#: The :class:`~wrappers.batch.StepBatch` columns :func:`estimate_batch` reads: none (it reads
+#: The :class:`~agentenvs.wrappers.batch.StepBatch` columns :func:`estimate_batch` reads: none (it reads
 #: ``StepBatch.trajectories``).
 BATCH_COLUMNS: tuple[str, ...] = ()
 
@@ -86,7 +91,7 @@ class TriageConfig:
     """Later steps shown to the judge (at most)."""
     whiten_scope: str = "batch"
     """``"batch"`` (the paper): mean and std over every step credited in one call (one call of
-    :func:`~wrappers.assign_advantages`; in the wrappers, the groups completed by one ``step``,
+    :func:`~agentenvs.wrappers.assign_advantages`; in the wrappers, the groups completed by one ``step``,
     docs/triage.md, section 2); ``"group"``: per group; ``"none"``: raw ``A + lam * r``."""
     std_ddof: int = 0
     """Degrees of freedom of the group std in the outcome advantage (0: population; verl uses 1)."""
@@ -110,7 +115,7 @@ class TriageConfig:
     """A judge object or a text spec (see the class docstring)."""
     judge_max_error_fraction: float = 0.5
     """For a judge given as an http(s) URL: the share of failed requests past which judging raises
-    ``RuntimeError`` (:class:`~wrappers.models.judges.HTTPJudge`'s ``max_error_fraction``; 1.0 never)."""
+    ``RuntimeError`` (:class:`~agentenvs.wrappers.models.judges.HTTPJudge`'s ``max_error_fraction``; 1.0 never)."""
 
     #: Fields where the paper's training stack differs from the defaults: verl's GRPO group std is
     #: the sample std.
@@ -120,7 +125,7 @@ class TriageConfig:
     def reference(cls, env: Any = None, **overrides: Any) -> TriageConfig:
         """The paper's settings: ``std_ddof=1`` (verl's GRPO) and, for ``env`` (an env, env class
         or registered id), the values the env declares for TRIAGE
-        (:func:`~wrappers.registry.env_preset`: ALFWorld and WebShop ``lam=0.2``, SearchQA 0.4,
+        (:func:`~agentenvs.wrappers.registry.env_preset`: ALFWorld and WebShop ``lam=0.2``, SearchQA 0.4,
         docs/triage.md, section 8); then ``overrides``. ``ValueError`` for an env that declares
         none.
 
@@ -176,7 +181,7 @@ class TriageConfig:
 
 class TriageState:
     """TRIAGE's online state for one config: ``judge`` (made from ``config.judge``) and ``cache``
-    (a :class:`~wrappers.models.judges.JudgeCache` of ``config.cache_size``; ``None`` with
+    (a :class:`~agentenvs.wrappers.models.judges.JudgeCache` of ``config.cache_size``; ``None`` with
     ``cache=False``)."""
 
     def __init__(self, config: TriageConfig) -> None:

@@ -5,7 +5,7 @@ This module holds :class:`VectorCreditWrapper` and :func:`credited_groups`. Over
 block ``b`` is the k-th episode each member of block ``b`` finishes since the block was last reset
 (the members play the same task). When all ``group_size`` members have finished their k-th episode
 the group is credited (the groups completed by one ``step`` are credited together, in one batch)
-(:mod:`wrappers.grouping`: ids ``f"{task_id}#{serial}"``, ``traj_id`` = the member's index in its
+(:mod:`agentenvs.wrappers.grouping`: ids ``f"{task_id}#{serial}"``, ``traj_id`` = the member's index in its
 block), handed out in that step's ``infos`` and kept for :meth:`VectorCreditWrapper.pop_groups`.
 Gymnasium's ``NEXT_STEP`` autoreset is handled: the step after a sub-env's episode ended is its
 reset, not a transition.
@@ -15,7 +15,7 @@ reset, not a transition.
 ``gymnasium.wrappers.vector.DictInfoToList`` works on it: ``infos["credit"][i]``, where
 ``infos["_credit"][i]`` is true, is the credited group (a list of
 :class:`~agentenvs.core.Trajectory` in member order, like a single
-:class:`~wrappers.CreditWrapper`'s ``info["credit"]``) that sub-env ``i``'s finished episode
+:class:`~agentenvs.wrappers.CreditWrapper`'s ``info["credit"]``) that sub-env ``i``'s finished episode
 completed. At most one group per block completes on a step; :func:`credited_groups` lists a
 step's groups in sub-env order.
 
@@ -72,13 +72,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from agentenvs.wrappers.base import refuse_double_credit
+from agentenvs.wrappers.grouping import GroupAssembler
+from agentenvs.wrappers.recorder import EpisodeRecorder
+from agentenvs.wrappers.registry import get_method
 
 from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.vector import sub_info
-from wrappers.base import refuse_double_credit
-from wrappers.grouping import GroupAssembler
-from wrappers.recorder import EpisodeRecorder
-from wrappers.registry import get_method
 
 __all__ = ["VectorCreditWrapper", "credited_groups"]
 
@@ -89,22 +89,22 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
     Args:
         env: a :class:`agentenvs.GroupedVectorEnv` (anything with ``group_size`` and Gymnasium's
             ``NEXT_STEP`` autoreset), e.g. from :func:`agentenvs.make_group_vec_env`.
-        method: a name or alias in :data:`wrappers.METHODS` (``"grpo"``, ``"gigpo"``,
+        method: a name or alias in :data:`agentenvs.wrappers.METHODS` (``"grpo"``, ``"gigpo"``,
             ``"graphgpo"`` alias ``"graph"``, ``"rtmc"``, or one registered by the user); default
-            ``"grpo"``, as for :class:`~wrappers.CreditWrapper` (GRPO needs nothing
+            ``"grpo"``, as for :class:`~agentenvs.wrappers.CreditWrapper` (GRPO needs nothing
             from the env but the outcome).
         config: the method's config (default when ``None``).
         store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
             after it is credited (method: the canonical name; no iteration); ``None``: none. The
             wrapper does not close it.
-        state_keys: ``"required"`` or ``"none"``, as for :class:`~wrappers.CreditWrapper`.
+        state_keys: ``"required"`` or ``"none"``, as for :class:`~agentenvs.wrappers.CreditWrapper`.
 
     Raises ``ValueError`` when ``env`` already has a credit wrapper.
 
     Attributes: ``method`` (as given), ``credit_method`` (the registry entry), ``config``,
     ``group_size``. See the module docstring for resets and the ``infos`` layout.
 
-    The signature is :class:`~wrappers.CreditWrapper`'s (``env, method, config``, then keyword
+    The signature is :class:`~agentenvs.wrappers.CreditWrapper`'s (``env, method, config``, then keyword
     options) without ``group_size``, which the grouped vector env fixes.
     """
 

@@ -9,7 +9,7 @@ This package holds:
 * :mod:`agentenvs.cli.play` - ``agentenvs play ENV_ID``: a person plays an env in the terminal.
 * :mod:`agentenvs.cli.bench` - ``agentenvs bench``: random-walk throughput of grouped vector envs.
 * :mod:`agentenvs.cli.train` - ``agentenvs train``: the LLM learner's main job (its flags and run
-  are :mod:`learners.llm.cli`).
+  are :mod:`agentenvs.learners.llm.cli`).
 * :mod:`agentenvs.cli.errors` - :class:`~agentenvs.cli.errors.CLIError` (exit status 2) and the
   checked env construction the subcommands share.
 
@@ -17,9 +17,5 @@ This package holds:
 command imports agentenvs, wrappers and the viewer; learners only inside ``agentenvs train``'s
 run (never at import); nothing imports it.
 """
-
-from agentenvs.layout import require_package
-
-require_package("wrappers")  # before a module of this package imports it
 
 __all__: list[str] = []

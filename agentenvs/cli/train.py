@@ -1,7 +1,7 @@
 """``agentenvs train``: train an LLM agent with multi-turn PPO on credit-wrapped envs.
 
 This module holds the subcommand's :func:`add_parser` / :func:`run`. The flags and the run are
-:mod:`learners.llm.cli` (``agentenvs train --help`` lists every flag), imported only when the
+:mod:`agentenvs.learners.llm.cli` (``agentenvs train --help`` lists every flag), imported only when the
 command runs, so the other subcommands import neither the learner nor torch. ``agentenvs train``
 with no flags is the README's main job, the same run as ``python examples/train_llm.py``.
 """
@@ -24,7 +24,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from learners.llm.cli import main
+    from agentenvs.learners.llm.cli import main
 
     try:
         return main(args.argv, prog="agentenvs train")

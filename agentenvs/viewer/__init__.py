@@ -20,19 +20,15 @@ Layering: the viewer imports agentenvs and wrappers, never learners; only :mod:`
 imports it.
 """
 
-from agentenvs.layout import require_package
-
-require_package("wrappers")  # before a module of this package imports it
-
-from agentenvs.viewer.compare import (  # noqa: E402 (after the check)
+from agentenvs.viewer.compare import (
     STRUCTURAL_METHODS,
     MethodAdvantages,
     compare_methods,
     parse_methods,
 )
-from agentenvs.viewer.graph import StateGraph, graph_svg, state_graph  # noqa: E402
-from agentenvs.viewer.page import render_page, write_page  # noqa: E402
-from agentenvs.viewer.run import NotARunError, RunData, load_run  # noqa: E402
+from agentenvs.viewer.graph import StateGraph, graph_svg, state_graph
+from agentenvs.viewer.page import render_page, write_page
+from agentenvs.viewer.run import NotARunError, RunData, load_run
 
 __all__ = [
     "load_run",

@@ -5,7 +5,7 @@ and :func:`compare_methods`.
 
 The run's own method (the one the store recorded) is shown with the advantages stored in the run,
 as they were used for training. Every other requested method re-credits a deep copy of the group
-with :func:`wrappers.assign_advantages` and its default config (the stored trajectories are never
+with :func:`agentenvs.wrappers.assign_advantages` and its default config (the stored trajectories are never
 changed). Methods that consult a model or judge (the registry's ``needs_model`` entries: TRIAGE, SPA,
 HISR) are not re-run here: they appear only when they are the run's own method.
 
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agentenvs.core import Trajectory
-from wrappers import METHODS, assign_advantages, canonical_name, registered_methods
+from agentenvs.wrappers import METHODS, assign_advantages, canonical_name, registered_methods
 
 __all__ = [
     "STRUCTURAL_METHODS",
@@ -99,7 +99,7 @@ def compare_methods(
 
     Args:
         trajectories: one group.
-        methods: names or aliases of :data:`wrappers.METHODS`.
+        methods: names or aliases of :data:`agentenvs.wrappers.METHODS`.
         stored_method: the method that credited the stored advantages, or ``None`` (unknown:
             the stored advantages are not listed).
 

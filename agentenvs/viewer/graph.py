@@ -2,11 +2,11 @@
 
 This module holds :class:`StateGraph`, :func:`state_graph` and :func:`graph_svg`.
 
-The graph is GraphGPO's own (:func:`wrappers.graphgpo.build_graph`): one node per distinct state
+The graph is GraphGPO's own (:func:`agentenvs.wrappers.graphgpo.build_graph`): one node per distinct state
 key of the group (``Step.state_key``, and ``Step.next_state_key`` of every step but the last step
 of a won trajectory), plus one SUCCESS node that every won trajectory's last step leads to; one
 edge per distinct transition, with the number of steps that took it. Each node carries GraphGPO's
-distance to success ``d(s)`` (:func:`wrappers.graphgpo.distances`: hops, or total cost with
+distance to success ``d(s)`` (:func:`agentenvs.wrappers.graphgpo.distances`: hops, or total cost with
 non-unit step costs; a state that cannot reach SUCCESS gets the group's largest distance plus one
 step's cost).
 
@@ -41,8 +41,8 @@ import numpy as np
 
 from agentenvs.core import Trajectory
 from agentenvs.viewer.colors import advantage_color, group_scale
-from wrappers.batch import StepBatch, state_signature
-from wrappers.graphgpo import BATCH_COLUMNS, GraphGPOConfig, build_graph, distances
+from agentenvs.wrappers.batch import StepBatch, state_signature
+from agentenvs.wrappers.graphgpo import BATCH_COLUMNS, GraphGPOConfig, build_graph, distances
 
 __all__ = ["StateGraph", "state_graph", "graph_svg", "MAX_NODES"]
 

@@ -8,46 +8,46 @@ tokenizers):
 
 The loop and its parts
 
-* :mod:`~learners.llm.trainer` - :class:`~learners.llm.trainer.Trainer`, the orchestrator: rollout
+* :mod:`~agentenvs.learners.llm.trainer` - :class:`~agentenvs.learners.llm.trainer.Trainer`, the orchestrator: rollout
   (credit from the wrappers) -> update -> eval -> metrics -> checkpoint -> callbacks.
-* :mod:`~learners.llm.env_source` - what the trainer needs from its envs, typed: credited groups,
+* :mod:`~agentenvs.learners.llm.env_source` - what the trainer needs from its envs, typed: credited groups,
   prompts, the task panel, the credit method's name; the training and evaluated task ids.
-* :mod:`~learners.llm.update` - the PPO update over micro-batches: precision, optimizer, frozen
+* :mod:`~agentenvs.learners.llm.update` - the PPO update over micro-batches: precision, optimizer, frozen
   reference, DDP/FSDP hooks.
-* :mod:`~learners.llm.evaluation` - uncredited evaluation episodes and the before/after gain.
-* :mod:`~learners.llm.checkpoint` - the checkpoint file and every RNG state.
-* :mod:`~learners.llm.parallel` - DDP or FSDP2 around the model, its full weights.
-* :mod:`~learners.llm.callbacks` - :class:`~learners.llm.callbacks.TrainerCallback`
+* :mod:`~agentenvs.learners.llm.evaluation` - uncredited evaluation episodes and the before/after gain.
+* :mod:`~agentenvs.learners.llm.checkpoint` - the checkpoint file and every RNG state.
+* :mod:`~agentenvs.learners.llm.parallel` - DDP or FSDP2 around the model, its full weights.
+* :mod:`~agentenvs.learners.llm.callbacks` - :class:`~agentenvs.learners.llm.callbacks.TrainerCallback`
   (``on_iteration_end``, ``on_eval``).
-* :mod:`~learners.llm.distributed` - the ``torchrun`` process group (gloo on CPU, nccl on CUDA).
-* :mod:`~learners.llm.cursor` - the resumable task cursor.
-* :mod:`~learners.llm.metrics` - CSV/TensorBoard logging and the learning-curve PNG.
+* :mod:`~agentenvs.learners.llm.distributed` - the ``torchrun`` process group (gloo on CPU, nccl on CUDA).
+* :mod:`~agentenvs.learners.llm.cursor` - the resumable task cursor.
+* :mod:`~agentenvs.learners.llm.metrics` - CSV/TensorBoard logging and the learning-curve PNG.
 
 Model, sampling and rollouts
 
-* :mod:`~learners.llm.config` - :class:`TrainConfig`, every default with its source.
-* :mod:`~learners.llm.cli` - ``agentenvs train`` / ``examples/train_llm.py``: flags generated
+* :mod:`~agentenvs.learners.llm.config` - :class:`TrainConfig`, every default with its source.
+* :mod:`~agentenvs.learners.llm.cli` - ``agentenvs train`` / ``examples/train_llm.py``: flags generated
   from :class:`TrainConfig` (tyro), the main job's recipes and the run's steps.
-* :mod:`~learners.llm.policy` - model + tokenizer + chat template; response-token forward pass.
-* :mod:`~learners.llm.generation` - the HF ``generate`` sampling backend.
-* :mod:`~learners.llm.vllm_generator` - the vLLM backend (CUDA): log-probs, weight and LoRA sync,
+* :mod:`~agentenvs.learners.llm.policy` - model + tokenizer + chat template; response-token forward pass.
+* :mod:`~agentenvs.learners.llm.generation` - the HF ``generate`` sampling backend.
+* :mod:`~agentenvs.learners.llm.vllm_generator` - the vLLM backend (CUDA): log-probs, weight and LoRA sync,
   sleep mode.
-* :mod:`~learners.llm.logprob_gap` - the backend-vs-trainer log-prob gap checked after each sync.
-* :mod:`~learners.llm.rollout` - batched one-sample-per-step rollouts through credit wrappers.
-* :mod:`~learners.llm.warm_start` - the optional supervised warm start on the env's action syntax.
-* :mod:`~learners.llm.loss` - PPO-clip, k3 KL, chunked log-probs and entropy (pure functions).
-* :mod:`~learners.llm.precision` - weight dtype, autocast, fp32 master weights, loss scaling.
-* :mod:`~learners.llm.batching` - length-sorted micro-batches (sample count or token budget).
-* :mod:`~learners.llm.export` - a trained policy as an HF model directory or a LoRA adapter.
-* :mod:`~learners.llm.models` - ``--model`` resolution: local dirs, ``tiny``, ``smollm2`` (offline).
-* :mod:`~learners.llm.tiny` - a tiny random Qwen2 model and an in-code BPE tokenizer.
+* :mod:`~agentenvs.learners.llm.logprob_gap` - the backend-vs-trainer log-prob gap checked after each sync.
+* :mod:`~agentenvs.learners.llm.rollout` - batched one-sample-per-step rollouts through credit wrappers.
+* :mod:`~agentenvs.learners.llm.warm_start` - the optional supervised warm start on the env's action syntax.
+* :mod:`~agentenvs.learners.llm.loss` - PPO-clip, k3 KL, chunked log-probs and entropy (pure functions).
+* :mod:`~agentenvs.learners.llm.precision` - weight dtype, autocast, fp32 master weights, loss scaling.
+* :mod:`~agentenvs.learners.llm.batching` - length-sorted micro-batches (sample count or token budget).
+* :mod:`~agentenvs.learners.llm.export` - a trained policy as an HF model directory or a LoRA adapter.
+* :mod:`~agentenvs.learners.llm.models` - ``--model`` resolution: local dirs, ``tiny``, ``smollm2`` (offline).
+* :mod:`~agentenvs.learners.llm.tiny` - a tiny random Qwen2 model and an in-code BPE tokenizer.
 
 Memory
 
-* :mod:`~learners.llm.plan` - the memory planner (pure Python; it re-exports
-  :mod:`~learners.llm.plan_arch`, :mod:`~learners.llm.plan_config`,
-  :mod:`~learners.llm.plan_estimate` and :mod:`~learners.llm.plan_cli`).
-* :mod:`~learners.llm.memcheck` - the trainer's warning when a run will not fit.
+* :mod:`~agentenvs.learners.llm.plan` - the memory planner (pure Python; it re-exports
+  :mod:`~agentenvs.learners.llm.plan_arch`, :mod:`~agentenvs.learners.llm.plan_config`,
+  :mod:`~agentenvs.learners.llm.plan_estimate` and :mod:`~agentenvs.learners.llm.plan_cli`).
+* :mod:`~agentenvs.learners.llm.memcheck` - the trainer's warning when a run will not fit.
 
 What it may import: ``agentenvs`` (its core contract: steps, trajectories, prompts, store,
 vector infos), gymnasium, numpy and the ``llm`` extra's libraries; never ``wrappers`` (credit
@@ -56,6 +56,6 @@ parts; the parts never import the trainer (the callbacks name it for type checke
 planner imports nothing of the learner's.
 """
 
-from learners.llm.config import TrainConfig
+from agentenvs.learners.llm.config import TrainConfig
 
 __all__ = ["TrainConfig"]

@@ -2,7 +2,7 @@
 
 This module holds :func:`micro_batches`, pure Python (no torch).
 
-The update's collate (:func:`~learners.llm.policy.collate`) left-pads prompts to the longest
+The update's collate (:func:`~agentenvs.learners.llm.policy.collate`) left-pads prompts to the longest
 prompt of a micro-batch and right-pads responses to the longest response, so a micro-batch of
 ``n`` rows runs ``n x (max prompt + max response)`` token positions. Sorting a mini-batch's samples
 by length before cutting it puts rows of similar length together and removes most of that padding.

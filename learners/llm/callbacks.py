@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from learners.llm.trainer import Trainer
+    from agentenvs.learners.llm.trainer import Trainer
 
 __all__ = ["TrainerCallback"]
 
@@ -30,12 +30,12 @@ class TrainerCallback:
 
     def on_iteration_end(self, trainer: Trainer, metrics: dict[str, float]) -> None:
         """After each iteration of :meth:`Trainer.train
-        <learners.llm.trainer.Trainer.train>`: ``metrics`` is the row just logged (evaluation
+        <agentenvs.learners.llm.trainer.Trainer.train>`: ``metrics`` is the row just logged (evaluation
         included when it ran), ``trainer.iteration`` its 1-based iteration; the checkpoint of
         this iteration, if due, is written."""
 
     def on_eval(self, trainer: Trainer, results: dict[str, float]) -> None:
-        """After each :meth:`Trainer.evaluate <learners.llm.trainer.Trainer.evaluate>`
+        """After each :meth:`Trainer.evaluate <agentenvs.learners.llm.trainer.Trainer.evaluate>`
         (before the first iteration of a fresh run, every ``eval_every`` iterations, after the
         last, and when called directly): ``results`` holds its ``eval/...`` metrics at
         ``trainer.iteration``."""

@@ -3,7 +3,7 @@
 This module holds :class:`Checkpointer` (its ``save`` and ``load``; under FSDP the full model and
 optimizer state, gathered onto rank 0's CPU), and :func:`rng_state` / :func:`set_rng_state`
 (torch, CUDA, NumPy and Python streams). What else a checkpoint holds (iteration, task-cursor
-position, config) is the caller's ``progress``; see :class:`~learners.llm.trainer.Trainer`.
+position, config) is the caller's ``progress``; see :class:`~agentenvs.learners.llm.trainer.Trainer`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from learners.llm.distributed import Distributed
-from learners.llm.precision import MixedPrecision
+from agentenvs.learners.llm.distributed import Distributed
+from agentenvs.learners.llm.precision import MixedPrecision
 
 __all__ = ["Checkpointer", "rng_state", "set_rng_state"]
 

@@ -38,6 +38,9 @@ from typing import Annotated, Any, Literal
 
 import gymnasium as gym
 import tyro
+from agentenvs.learners.llm.config import TrainConfig
+from agentenvs.learners.llm.metrics import eval_label
+from agentenvs.wrappers import METHODS, CreditWrapper, VectorCreditWrapper, make_config
 from tyro.constructors import (
     ConstructorRegistry,
     PrimitiveConstructorSpec,
@@ -46,9 +49,6 @@ from tyro.constructors import (
 )
 
 import agentenvs
-from learners.llm.config import TrainConfig
-from learners.llm.metrics import eval_label
-from wrappers import METHODS, CreditWrapper, VectorCreditWrapper, make_config
 
 __all__ = [
     "MAIN_JOB_ENV",
@@ -335,7 +335,7 @@ class TrainArgs:
 def import_user_modules(argv: Sequence[str]) -> list[str]:
     """Import the modules of installed packages' :data:`PLUGIN_GROUP` entry points, then every
     ``--import MODULE`` of ``argv``, in order, before the other options are checked: a module that
-    calls ``wrappers.register_method`` or ``gymnasium.register`` makes its credit method a
+    calls ``agentenvs.wrappers.register_method`` or ``gymnasium.register`` makes its credit method a
     ``--credit`` choice and its env a valid ``--env``. The current directory is searched too (also
     for the module of an ``--env module:Id``, which Gymnasium imports). Returns the module names."""
     pre = argparse.ArgumentParser(add_help=False)
@@ -410,7 +410,7 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
         _error(prog, f"--credit {args.credit}: {error}")
     if getattr(args.credit_config, "advantage", None) == "rewards":
         _error(prog, f"--credit {args.credit}: advantage 'rewards' needs a learner with a critic "
-               "(learners.sb3.CreditPPO); this learner takes each turn's value as its advantage, "
+               "(agentenvs.learners.sb3.CreditPPO); this learner takes each turn's value as its advantage, "
                "so use 'group_relative'")  # fmt: skip
     if args.warm_start_steps < 0:
         _error(prog, f"--warm-start-steps {args.warm_start_steps}: must be >= 0")
@@ -421,7 +421,7 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
 
 def _check_expert(args: TrainArgs, prog: str) -> None:
     """Exit with one line when ``--env`` declares no expert for ``--warm-start demo``."""
-    from learners.llm.warm_start import expert_of
+    from agentenvs.learners.llm.warm_start import expert_of
 
     env = gym.make(args.env, **_env_kwargs(args))
     try:
@@ -518,10 +518,9 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
     once, on rank 0) on this rank's device, and its directory. A missing model exits with one line
     naming ``prog``."""
     import torch
-
-    from learners.llm.models import resolve_model
-    from learners.llm.policy import load_policy
-    from learners.llm.precision import DTYPES
+    from agentenvs.learners.llm.models import resolve_model
+    from agentenvs.learners.llm.policy import load_policy
+    from agentenvs.learners.llm.precision import DTYPES
 
     try:
         model_dir = resolve_model(args.model) if dist.is_main else None
@@ -549,7 +548,7 @@ def warm_start(args: TrainArgs, policy: Any) -> list[float]:
     response token). ``--warm-start none`` (or 0 steps) does nothing and returns ``[]``."""
     import time
 
-    from learners.llm.warm_start import supervised_warm_start
+    from agentenvs.learners.llm.warm_start import supervised_warm_start
 
     if args.warm_start == "none" or args.warm_start_steps < 1:
         return []
@@ -633,13 +632,13 @@ def evaluate_untrained(args: TrainArgs, policy: Any, dist: Any) -> Any:
     """``--eval-untrained``: one evaluation of ``policy`` as it is (before the warm start) on the
     splits and decodings the trainer will evaluate, with HF generation, its outcomes in
     ``--out/untrained`` (rank 0). Every rank calls it; returns rank 0's
-    :class:`~learners.llm.metrics.MetricsLogger` (``None`` on other ranks) and the metrics."""
+    :class:`~agentenvs.learners.llm.metrics.MetricsLogger` (``None`` on other ranks) and the metrics."""
     import contextlib
 
-    from learners.llm.env_source import CreditedEnvs, choose_tasks
-    from learners.llm.evaluation import Evaluator
-    from learners.llm.metrics import MetricsLogger
-    from learners.llm.trainer import build_generator
+    from agentenvs.learners.llm.env_source import CreditedEnvs, choose_tasks
+    from agentenvs.learners.llm.evaluation import Evaluator
+    from agentenvs.learners.llm.metrics import MetricsLogger
+    from agentenvs.learners.llm.trainer import build_generator
 
     config = args.config
     source = CreditedEnvs(make_eval_envs(args), None, config.prompt_style, config.history_length)
@@ -665,11 +664,11 @@ def train(
     args: TrainArgs, envs: Any, policy: Any, model_dir: str, dist: Any
 ) -> tuple[list[dict[str, float]], dict[str, list[str]], Any]:
     """Train ``policy`` on the credited groups of ``envs`` with the learner's
-    :class:`~learners.llm.trainer.Trainer` (evaluating on plain envs, checkpointing in ``--out``;
+    :class:`~agentenvs.learners.llm.trainer.Trainer` (evaluating on plain envs, checkpointing in ``--out``;
     ``--resume`` continues its checkpoint). Returns the metric rows, the evaluated splits (name ->
     task ids) and the trained policy to export (``None`` with ``--export none``; under FSDP
     gathered from every rank)."""
-    from learners.llm.trainer import Trainer
+    from agentenvs.learners.llm.trainer import Trainer
 
     trainer = Trainer(
         args.config,
@@ -693,9 +692,9 @@ def untrained_changes(
     args: TrainArgs, splits: Mapping[str, Sequence[str]], untrained: tuple[Any, dict[str, float]]
 ) -> dict[str, float]:
     """:func:`evaluate_untrained`'s metrics with the per-task gains from its outcomes to the last
-    evaluation of the run in ``--out`` (:func:`~learners.llm.evaluation.outcome_gains`)."""
-    from learners.llm.evaluation import outcome_gains
-    from learners.llm.metrics import MetricsLogger
+    evaluation of the run in ``--out`` (:func:`~agentenvs.learners.llm.evaluation.outcome_gains`)."""
+    from agentenvs.learners.llm.evaluation import outcome_gains
+    from agentenvs.learners.llm.metrics import MetricsLogger
 
     before, metrics = untrained
     run = MetricsLogger(args.out, tensorboard=False)
@@ -720,7 +719,7 @@ def report(
         print(line)
     print(f"curve in {args.out}/learning_curve.png, episodes in {args.out}/eval_outcomes.jsonl")
     if trained is not None:
-        from learners.llm.export import export_policy
+        from agentenvs.learners.llm.export import export_policy
 
         path = export_policy(trained, os.path.join(args.out, "policy"), args.export == "merged")
         print(f"policy exported ({args.export}) to {path}")
@@ -730,7 +729,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "agentenvs train") -> in
     """Parse ``argv``, then build the envs and the policy, evaluate it untrained
     (``--eval-untrained``), warm-start, train, report and export (the steps of
     ``examples/train_llm.py``); returns 0."""
-    from learners.llm.distributed import Distributed
+    from agentenvs.learners.llm.distributed import Distributed
 
     args = parse_args(argv, prog)
     dist = Distributed.from_env()  # under torchrun: this rank's place; else one process

@@ -2,12 +2,12 @@
 
 This module holds :class:`TrainConfig`, :data:`LOSS_AGG_MODES` (verl's loss aggregation modes),
 :data:`WEIGHT_DTYPES` and :data:`AUTOCAST_MODES` (the precision choices; see
-:mod:`learners.llm.precision`), :data:`EVAL_MODES` (greedy and sampled decoding in evaluation),
+:mod:`agentenvs.learners.llm.precision`), :data:`EVAL_MODES` (greedy and sampled decoding in evaluation),
 :data:`PARALLEL_MODES` (DDP or FSDP under ``torchrun``) and :data:`STORE_CHOICES` (the trajectory
 store's formats).
 
 The environments, their credit wrappers and the group sizes are not configuration here: the
-trainer is handed credit-wrapped envs (see :class:`~learners.llm.trainer.Trainer`). Defaults suit a
+trainer is handed credit-wrapped envs (see :class:`~agentenvs.learners.llm.trainer.Trainer`). Defaults suit a
 small pretrained instruct model; ``examples/train_llm.py`` reads its command-line defaults from this
 class (and the main job's per-model recipes override some of them). Each field says the reference
 stack's value (verl-agent scripts and verl's actor config) where it differs.
@@ -27,7 +27,7 @@ from typing import Any
 
 from agentenvs.core.prompting import PROMPT_STYLES
 
-#: verl's loss aggregation modes (see :mod:`learners.llm.loss`; defined here, where reading the
+#: verl's loss aggregation modes (see :mod:`agentenvs.learners.llm.loss`; defined here, where reading the
 #: configuration needs no torch).
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
 
@@ -102,7 +102,7 @@ class TrainConfig:
             sampler's log-probs (verl's default; useful with vLLM, whose numerics differ). The
             trainer turns it on when the backend's log-probs are not the trainer's (vLLM with
             ``top_p < 1``, or a vLLM without processed log-probs: see
-            :mod:`learners.llm.vllm_generator`).
+            :mod:`agentenvs.learners.llm.vllm_generator`).
         max_new_tokens: response budget per step in tokens; ``None`` = the env prompt's
             ``max_new_tokens`` (verl-agent: 512; the compact Sokoban prompt: 40).
         temperature, top_p: sampling (verl-agent: 1.0, 1.0).
@@ -125,10 +125,10 @@ class TrainConfig:
         eval_tasks: tasks per evaluated split and evaluation (one episode each per mode).
         eval_modes: the decodings every evaluation runs, each on every evaluated task (see
             :data:`EVAL_MODES`). Metrics are ``eval/<label>/...`` with the label of
-            :func:`~learners.llm.metrics.eval_label`: the mode for the split ``test``
+            :func:`~agentenvs.learners.llm.metrics.eval_label`: the mode for the split ``test``
             (``eval/greedy/...``), ``<split>.<mode>`` for any other
             (``eval/test_unseen.greedy/...``). At the end of
-            :meth:`~learners.llm.trainer.Trainer.train` each label also gets the per-task change
+            :meth:`~agentenvs.learners.llm.trainer.Trainer.train` each label also gets the per-task change
             since the first evaluation, with its 95% interval, of success
             (``eval/<label>/success_gain`` and its bounds ``..._low``, ``..._high``), of the
             valid-action share (``valid_action_gain``) and, where the env marks goal-directed
@@ -174,13 +174,13 @@ class TrainConfig:
             the base model with the adapter disabled and costs nothing. verl:
             ``ref.fsdp_config.param_offload``, False by default.
         lora_rank: > 0 trains a LoRA adapter of this rank (peft) instead of all weights (read by
-            :func:`~learners.llm.policy.load_policy` callers such as ``examples/train_llm.py``).
+            :func:`~agentenvs.learners.llm.policy.load_policy` callers such as ``examples/train_llm.py``).
         torch_threads: CPU threads for torch (0 = leave torch's default).
         parallel: how the update is spread over the processes of a ``torchrun`` job (ignored in a
             single process): ``"ddp"`` (every rank holds the whole model, gradients all-reduced)
             or ``"fsdp"`` (FSDP2 ``fully_shard``: parameters, gradients and optimizer state
             sharded; float32 weights, no LoRA, HF backend). See
-            :mod:`learners.llm.distributed` and ``docs/learner-distributed.md``.
+            :mod:`agentenvs.learners.llm.distributed` and ``docs/learner-distributed.md``.
         store: where the trainer writes every credited group of each iteration
             (:class:`~agentenvs.core.TrajectoryStore` under ``out_dir/trajectories``, run = the
             out_dir's name): ``"jsonl"``, ``"parquet"`` (needs pyarrow) or ``"none"``.

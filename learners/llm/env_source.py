@@ -2,7 +2,7 @@
 
 This module holds:
 
-* :data:`EnvSource` - what a :class:`~learners.llm.trainer.Trainer` is given: env factories (or
+* :data:`EnvSource` - what a :class:`~agentenvs.learners.llm.trainer.Trainer` is given: env factories (or
   envs), each a single-env credit wrapper, or a vector credit wrapper over a grouped vector env.
 * :class:`TaskSplits` - the part of an env's task panel the trainer reads (``splits``, ``ids``).
 * :class:`TrainerEnvs` - the protocol the trainer works against: play one credited group per
@@ -20,10 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import gymnasium as gym
-
-from agentenvs.core import AgentPrompt, Trajectory
-from learners.llm.config import TrainConfig
-from learners.llm.rollout import (
+from agentenvs.learners.llm.config import TrainConfig
+from agentenvs.learners.llm.rollout import (
     Sampler,
     block_size,
     collect_parallel,
@@ -31,6 +29,8 @@ from learners.llm.rollout import (
     group_size_of,
     prompts_of,
 )
+
+from agentenvs.core import AgentPrompt, Trajectory
 
 __all__ = ["EnvSource", "TaskSplits", "TrainerEnvs", "CreditedEnvs", "choose_tasks", "spread"]
 
@@ -112,7 +112,7 @@ def _task_panel(env: gym.Env | gym.vector.VectorEnv) -> Any:
 class CreditedEnvs:
     """:class:`TrainerEnvs` over an :data:`EnvSource`: make the training envs (and the eval envs)
     and ask each for its prompt (``prompt_style``, ``history_length``: see
-    :class:`~learners.llm.config.TrainConfig`).
+    :class:`~agentenvs.learners.llm.config.TrainConfig`).
 
     Eval envs default to the base envs (``env.unwrapped``) of the training envs (of a synchronous
     vector env's sub-envs); eval envs given here are owned (closed) too.
@@ -152,8 +152,8 @@ class CreditedEnvs:
     def play_groups(
         self, tasks: Sequence[str], sample: Sampler
     ) -> tuple[list[list[Trajectory]], int]:
-        """:func:`~learners.llm.rollout.collect_parallel` on the vector env, else
-        :func:`~learners.llm.rollout.collect_sequential` (which drops no group)."""
+        """:func:`~agentenvs.learners.llm.rollout.collect_parallel` on the vector env, else
+        :func:`~agentenvs.learners.llm.rollout.collect_sequential` (which drops no group)."""
         if self.vector_env is not None:
             return collect_parallel(self.vector_env, tasks, self.prompts, sample)
         return collect_sequential(self.envs, tasks, self.prompts, sample), 0

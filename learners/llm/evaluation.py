@@ -14,15 +14,15 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from agentenvs.learners.llm.config import TrainConfig
+from agentenvs.learners.llm.distributed import Distributed
+from agentenvs.learners.llm.intervals import paired_difference
+from agentenvs.learners.llm.metrics import MetricsLogger, eval_label, rollout_metrics
+from agentenvs.learners.llm.policy import Policy
+from agentenvs.learners.llm.rollout import Sampler, episode_bar, play_episodes
 
 from agentenvs.core import AgentPrompt
 from agentenvs.core.trajectory import Step, Trajectory
-from learners.llm.config import TrainConfig
-from learners.llm.distributed import Distributed
-from learners.llm.intervals import paired_difference
-from learners.llm.metrics import MetricsLogger, eval_label, rollout_metrics
-from learners.llm.policy import Policy
-from learners.llm.rollout import Sampler, episode_bar, play_episodes
 
 __all__ = ["Evaluator", "outcome_gains", "GAIN_FIELDS"]
 
@@ -50,7 +50,7 @@ class Evaluator:
         dist: this process's place in a ``torchrun`` job.
         eval_envs, eval_prompts: uncredited single envs and their agent prompts.
         full_weights: a context in which every rank holds the whole model (FSDP; see
-            :func:`learners.llm.parallel.full_weights`).
+            :func:`agentenvs.learners.llm.parallel.full_weights`).
         progress: draw a tqdm bar of episodes per split and decoding on stderr.
     """
 
@@ -84,7 +84,7 @@ class Evaluator:
         """One episode per task of each split and decoding mode (``config.eval_modes``); each
         outcome goes to ``logger`` (``eval_outcomes.jsonl``) under ``iteration``, split and mode.
         Sampling here never disturbs the training RNG stream. Returns ``eval/<label>/``-prefixed
-        metrics, one label per split and mode (:func:`~learners.llm.metrics.eval_label`).
+        metrics, one label per split and mode (:func:`~agentenvs.learners.llm.metrics.eval_label`).
 
         Under world size > 1 (call on every rank) each rank plays its contiguous share of each
         split's tasks; every rank returns the metrics of all of them (``time``: the slowest
@@ -146,7 +146,7 @@ def outcome_gains(
     (iteration 0) of ``baseline`` (default: ``logger`` itself) to the one at ``iteration`` in
     ``logger`` of each outcome in :data:`GAIN_FIELDS` (success; the episode's valid-action share;
     whether it took a goal-directed step, where the env marks them), with its 95% interval (see
-    :func:`~learners.llm.intervals.paired_difference`): ``eval/<label>/<name>_gain``, ``..._low``,
+    :func:`~agentenvs.learners.llm.intervals.paired_difference`): ``eval/<label>/<name>_gain``, ``..._low``,
     ``..._high``. Nothing for a split and mode without both evaluations (nor without a logger:
     ranks other than 0 keep no outcomes)."""
     out: dict[str, float] = {}

@@ -16,8 +16,8 @@ Plain LoRA adapters are supported (not DoRA, not peft's ``modules_to_save``).
 
 >>> import tempfile
 >>> from transformers import AutoModelForCausalLM
->>> from learners.llm.policy import Policy
->>> from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+>>> from agentenvs.learners.llm.policy import Policy
+>>> from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 >>> tok = build_tiny_tokenizer()
 >>> with tempfile.TemporaryDirectory() as tmp:
 ...     path = export_policy(Policy(build_tiny_model(tok), tok), tmp)
@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from learners.llm.policy import Policy
+from agentenvs.learners.llm.policy import Policy
 
 __all__ = ["export_policy", "merged_state_dict"]
 

@@ -9,7 +9,7 @@ This module holds:
 * :class:`SampledLogprobs` - the logits processor that records the sampled tokens' log-probs.
 * :func:`response_end` and :func:`trim_response` - the backend-independent bookkeeping.
 
-The vLLM backend lives in :mod:`learners.llm.vllm_generator`. Every backend has the same methods:
+The vLLM backend lives in :mod:`agentenvs.learners.llm.vllm_generator`. Every backend has the same methods:
 ``generate``, ``score`` (temperature-1 log-probs of given responses under the backend's current
 weights, for the trainer's sync check), ``sync_weights`` (after each update), ``sleep`` /
 ``wake_up`` (around the update) and ``exact_logprobs`` (whether ``generate``'s log-probs are the
@@ -45,8 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-
-from learners.llm.policy import (
+from agentenvs.learners.llm.policy import (
     Policy,
     cache_kwargs,
     common_prefix_length,

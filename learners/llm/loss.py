@@ -49,8 +49,7 @@ Numerics (verl): the log-ratios ``logp - old_logp`` and ``ref_logp - logp`` are 
 from __future__ import annotations
 
 import torch
-
-from learners.llm.config import LOSS_AGG_MODES
+from agentenvs.learners.llm.config import LOSS_AGG_MODES
 
 __all__ = [
     "LOG_RATIO_BOUND",

@@ -1,4 +1,4 @@
-"""The trainer's memory check: :mod:`learners.llm.plan`'s estimate against the device, as a warning.
+"""The trainer's memory check: :mod:`agentenvs.learners.llm.plan`'s estimate against the device, as a warning.
 
 This module holds :func:`device_memory` and :func:`warn_if_unfit` (the trainer calls it once,
 before its first update, when the first rollout has given the prompt lengths).
@@ -21,8 +21,12 @@ import warnings
 from typing import Any
 
 import torch
-
-from learners.llm.plan import MemoryPlan, check_fits, max_micro_batch_size, train_config_kwargs
+from agentenvs.learners.llm.plan import (
+    MemoryPlan,
+    check_fits,
+    max_micro_batch_size,
+    train_config_kwargs,
+)
 
 __all__ = ["device_memory", "warn_if_unfit"]
 

@@ -9,7 +9,7 @@ transformers' ``gguf_file=`` loader and saves a plain fp32 HF directory once (``
 refuses GGUF-loaded models, so the model is rebuilt from its config and the state dict copied).
 
 >>> import tempfile
->>> from learners.llm.tiny import RANDOM_MODELS, tiny_fingerprint
+>>> from agentenvs.learners.llm.tiny import RANDOM_MODELS, tiny_fingerprint
 >>> with tempfile.TemporaryDirectory() as cache:
 ...     resolve_model("tiny", cache_dir=cache).name == f"tiny-qwen2-{tiny_fingerprint()}"
 True
@@ -21,7 +21,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from learners.llm.tiny import RANDOM_MODELS, tiny_fingerprint
+from agentenvs.learners.llm.tiny import RANDOM_MODELS, tiny_fingerprint
 
 __all__ = ["DEFAULT_CACHE", "resolve_model", "smollm2_gguf_path", "convert_smollm2"]
 
@@ -74,10 +74,10 @@ def convert_smollm2(out_dir: str | Path) -> Path:
 
 def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
     """Map ``--model`` to a local HF directory: ``"tiny"``, a name of
-    :data:`~learners.llm.tiny.RANDOM_MODELS` (``"random-60m"``), ``"smollm2"`` or an existing path.
+    :data:`~agentenvs.learners.llm.tiny.RANDOM_MODELS` (``"random-60m"``), ``"smollm2"`` or an existing path.
 
     They are built once under ``cache_dir`` (default :data:`DEFAULT_CACHE`); the random models'
-    folders are named by :func:`~learners.llm.tiny.tiny_fingerprint`, so a cache written by an
+    folders are named by :func:`~agentenvs.learners.llm.tiny.tiny_fingerprint`, so a cache written by an
     older recipe (another head size, say) is never reused. ``random-60m`` takes a few seconds and
     236 MB (fp32).
     """
@@ -86,7 +86,7 @@ def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
         label = "tiny-qwen2" if name == "tiny" else name
         target = cache / f"{label}-{tiny_fingerprint()}"  # a changed recipe builds anew
         if not (target / "config.json").exists():
-            from learners.llm.tiny import save_tiny
+            from agentenvs.learners.llm.tiny import save_tiny
 
             save_tiny(target, **RANDOM_MODELS.get(name, {}))
         return target

@@ -4,7 +4,7 @@ This module holds :func:`check_parallel` (what ``config.parallel`` supports),
 :func:`parallel_model` (DDP around the policy's model, or the model sharded in place by FSDP2),
 :func:`full_weights` (every rank holds the whole FSDP model inside it) and :func:`full_policy`
 (the trained policy with plain weights on rank 0). The process group itself is
-:mod:`learners.llm.distributed`'s; ``docs/learner-distributed.md`` describes the whole.
+:mod:`agentenvs.learners.llm.distributed`'s; ``docs/learner-distributed.md`` describes the whole.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-
-from learners.llm.config import TrainConfig
-from learners.llm.distributed import Distributed
-from learners.llm.policy import Policy
+from agentenvs.learners.llm.config import TrainConfig
+from agentenvs.learners.llm.distributed import Distributed
+from agentenvs.learners.llm.policy import Policy
 
 __all__ = ["check_parallel", "parallel_model", "full_weights", "full_policy"]
 

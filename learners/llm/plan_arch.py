@@ -1,4 +1,4 @@
-"""The memory planner's architectures and dtype sizes (see :mod:`learners.llm.plan`).
+"""The memory planner's architectures and dtype sizes (see :mod:`agentenvs.learners.llm.plan`).
 
 This module holds :data:`GIB`, :data:`DTYPE_BYTES`, :class:`ModelArch` (the architecture numbers
 that set memory and the parameter counts derived from them), :data:`ARCHITECTURES` (published

@@ -1,4 +1,4 @@
-"""The memory planner's command line: ``python -m learners.llm.plan --help``.
+"""The memory planner's command line: ``python -m agentenvs.learners.llm.plan --help``.
 
 This module holds :func:`parse_bytes` (``"80GiB"`` -> bytes) and :func:`main`.
 """
@@ -10,9 +10,9 @@ import json
 import re
 from collections.abc import Sequence
 
-from learners.llm.plan_arch import ARCHITECTURES, GIB
-from learners.llm.plan_config import _count
-from learners.llm.plan_estimate import max_micro_batch_size, plan_memory
+from agentenvs.learners.llm.plan_arch import ARCHITECTURES, GIB
+from agentenvs.learners.llm.plan_config import _count
+from agentenvs.learners.llm.plan_estimate import max_micro_batch_size, plan_memory
 
 __all__ = ["main", "parse_bytes"]
 
@@ -48,7 +48,7 @@ def parse_bytes(text: str | int | float) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m learners.llm.plan",
+        prog="python -m agentenvs.learners.llm.plan",
         description="Estimate the GPU memory of an LLM-learner training config (no torch needed).",
     )
     p.add_argument("--model", help="built-in name (see --list) or local HF model directory")

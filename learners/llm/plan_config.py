@@ -1,4 +1,4 @@
-"""The memory planner's input and output (see :mod:`learners.llm.plan`).
+"""The memory planner's input and output (see :mod:`agentenvs.learners.llm.plan`).
 
 This module holds :class:`PlanConfig` (the training knobs that change memory: micro-batch, dtypes,
 LoRA, KL, gradient checkpointing, attention kernel, rollout backend) and :class:`MemoryPlan` (the
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from learners.llm.plan_arch import GIB, _dtype
+from agentenvs.learners.llm.plan_arch import GIB, _dtype
 
 __all__ = ["MemoryPlan", "PlanConfig"]
 
@@ -63,7 +63,7 @@ class PlanConfig:
         overhead_bytes: allowance for the CUDA context, library workspaces and allocator
             fragmentation; ``None`` = 2 GiB on cuda, 0 on cpu. An allowance, not a measurement.
         logit_chunk: logits per float32 block of the chunked log-softmax and entropy
-            (``learners.llm.loss.LOGIT_CHUNK_ELEMENTS``).
+            (``agentenvs.learners.llm.loss.LOGIT_CHUNK_ELEMENTS``).
     """
 
     micro_batch_size: int = 8

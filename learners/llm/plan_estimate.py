@@ -1,7 +1,7 @@
 """The memory estimate: :func:`plan_memory`, :func:`check_fits`, :func:`max_micro_batch_size`.
 
-This module holds the planner's entry points (see :mod:`learners.llm.plan` for the overview) and
-:func:`train_config_kwargs`, which maps a :class:`~learners.llm.config.TrainConfig` onto planner
+This module holds the planner's entry points (see :mod:`agentenvs.learners.llm.plan` for the overview) and
+:func:`train_config_kwargs`, which maps a :class:`~agentenvs.learners.llm.config.TrainConfig` onto planner
 keywords.
 
 The numbers model *this* learner's update step (see ``docs/learner-memory.md`` for the derivation
@@ -39,8 +39,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from learners.llm.plan_arch import DTYPE_BYTES, GIB, ModelArch, _dtype, load_arch
-from learners.llm.plan_config import MemoryPlan, PlanConfig
+from agentenvs.learners.llm.plan_arch import DTYPE_BYTES, GIB, ModelArch, _dtype, load_arch
+from agentenvs.learners.llm.plan_config import MemoryPlan, PlanConfig
 
 __all__ = ["check_fits", "max_micro_batch_size", "plan_memory", "train_config_kwargs"]
 
@@ -278,7 +278,7 @@ def check_fits(
     cannot fit. Meant to be called once before the first update, for example::
 
         import warnings, torch
-        from learners.llm.plan import check_fits, train_config_kwargs
+        from agentenvs.learners.llm.plan import check_fits, train_config_kwargs
 
         ok, plan = check_fits(model_path, torch.cuda.get_device_properties(0).total_memory,
                               **train_config_kwargs(config, seq_len=2048, response_len=512))

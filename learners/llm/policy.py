@@ -15,7 +15,7 @@ This module holds:
 * :func:`prefix_cache` and :func:`cache_kwargs` - a prompt prefix's KV cache, and the keyword that
   hands it back to the model (``cache`` in newer transformers, ``past_key_values`` in older ones).
 
->>> from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+>>> from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 >>> tok = build_tiny_tokenizer()
 >>> policy = Policy(build_tiny_model(tok), tok)
 >>> batch = collate([[5, 6, 7], [8]], [[9], [10, 11]], pad_id=0)
@@ -36,8 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from learners.llm.loss import token_logprobs
+from agentenvs.learners.llm.loss import token_logprobs
 
 __all__ = [
     "Policy",

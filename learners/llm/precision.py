@@ -11,7 +11,7 @@ This module holds:
   hold inf/NaN is skipped and the scale halved).
 
 The combinations (``weight_dtype`` / ``autocast`` / ``master_weights`` of
-:class:`~learners.llm.config.TrainConfig`):
+:class:`~agentenvs.learners.llm.config.TrainConfig`):
 
 * float32 weights, autocast none or bfloat16: the optimizer on the weights, no scaling;
 * float32 weights, float16 autocast: the same with loss scaling;

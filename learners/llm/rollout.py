@@ -48,12 +48,12 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from agentenvs.learners.llm.policy import Policy
 
 from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory, episode_success
 from agentenvs.core.prompting import agent_prompt_for
 from agentenvs.core.trajectory import Step
 from agentenvs.vector import sub_info
-from learners.llm.policy import Policy
 
 __all__ = [
     "Response",
@@ -185,7 +185,7 @@ class Sampler:
     ) -> list[int]:
         """The token ids a request's response is sampled after (its :class:`Response`'s
         ``prompt_ids``): the step's prompt (:func:`prompt_ids`). A subclass may prepend the
-        episode's earlier turns (``learners.trl`` does: one token sequence per episode)."""
+        episode's earlier turns (``agentenvs.learners.trl`` does: one token sequence per episode)."""
         return prompt_ids(self.policy, prompt, memory, observation, info)
 
     def episode_done(self) -> None:

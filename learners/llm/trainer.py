@@ -2,10 +2,10 @@
 
 This module holds :class:`Trainer`, the orchestrator, :func:`build_generator` and
 :data:`SAMPLE_EXTRAS` (the per-step sample keys the trajectory store leaves out by default). The
-trainer's parts live beside it: :mod:`~learners.llm.env_source` (what it needs from its envs:
-groups, prompts, task panel, credit method), :mod:`~learners.llm.update` (the PPO update with its
-precision and DDP/FSDP hooks), :mod:`~learners.llm.evaluation`, :mod:`~learners.llm.checkpoint`,
-:mod:`~learners.llm.parallel` (DDP/FSDP2 around the model) and :mod:`~learners.llm.callbacks`
+trainer's parts live beside it: :mod:`~agentenvs.learners.llm.env_source` (what it needs from its envs:
+groups, prompts, task panel, credit method), :mod:`~agentenvs.learners.llm.update` (the PPO update with its
+precision and DDP/FSDP hooks), :mod:`~agentenvs.learners.llm.evaluation`, :mod:`~agentenvs.learners.llm.checkpoint`,
+:mod:`~agentenvs.learners.llm.parallel` (DDP/FSDP2 around the model) and :mod:`~agentenvs.learners.llm.callbacks`
 (``on_iteration_end`` and ``on_eval`` hooks, ``Trainer(..., callbacks=[...])``).
 
 The trainer is handed envs that already assign credit (data flows env -> wrapper -> learner):
@@ -24,29 +24,29 @@ Any ``gym.Wrapper`` that puts its credited groups into ``info["credit"]`` (every
 
 One iteration:
 
-1. take one task id per group from the :class:`~learners.llm.cursor.TaskCursor`;
-2. play them (:func:`~learners.llm.rollout.collect_sequential` or
-   :func:`~learners.llm.rollout.collect_parallel`), one sampled response per env step, batched
+1. take one task id per group from the :class:`~agentenvs.learners.llm.cursor.TaskCursor`;
+2. play them (:func:`~agentenvs.learners.llm.rollout.collect_sequential` or
+   :func:`~agentenvs.learners.llm.rollout.collect_parallel`), one sampled response per env step, batched
    over every env still playing; keep the complete credited groups the wrappers hand out;
 3. one PPO update over every step-sample (prompt tokens masked, the step's advantage on each of
    its response tokens, dual-clip PPO, k3 KL to the frozen reference, the loss aggregated by
    ``loss_agg_mode`` over each mini-batch, gradient accumulation over micro-batches, truncated
    responses optionally given zero weight, the reference log-probs from one pass per update,
    length-sorted micro-batches cut by a sample count or a token budget, the precision of
-   :mod:`~learners.llm.precision` (bf16 autocast on CUDA by default), optional gradient
+   :mod:`~agentenvs.learners.llm.precision` (bf16 autocast on CUDA by default), optional gradient
    checkpointing and LoRA);
 4. append the credited groups to the trajectory store (``config.store``: ``out_dir/trajectories``,
    run = the out_dir's name, iteration = the 1-based iteration of the ``metrics.csv`` row; see
    :mod:`agentenvs.core.store`), log metrics (CSV, TensorBoard, tqdm; ``collapsed`` 1.0 and a
    ``WARNING`` line on stderr when the iteration gave no learning signal:
-   :func:`~learners.llm.metrics.collapse`), evaluate on the tasks of
+   :func:`~agentenvs.learners.llm.metrics.collapse`), evaluate on the tasks of
    each test split (greedy and sampled, every episode's outcome kept, the before/after gain with
    its 95% interval), checkpoint; then the callbacks.
 
-Before the first update the trainer estimates its memory with :mod:`learners.llm.plan` and warns
-when the run will likely not fit the device (:func:`~learners.llm.memcheck.warn_if_unfit`).
+Before the first update the trainer estimates its memory with :mod:`agentenvs.learners.llm.plan` and warns
+when the run will likely not fit the device (:func:`~agentenvs.learners.llm.memcheck.warn_if_unfit`).
 
-Under ``torchrun`` (:mod:`learners.llm.distributed`; ``docs/learner-distributed.md``) every rank
+Under ``torchrun`` (:mod:`agentenvs.learners.llm.distributed`; ``docs/learner-distributed.md``) every rank
 takes the same ``world_size x groups`` tasks from its cursor and plays its own contiguous share of
 whole groups (credit is assigned per whole group, by the rank's own wrappers); the update equals one
 process's on the union of the ranks' samples (global loss normalisers, gradients summed by DDP or
@@ -74,30 +74,30 @@ from typing import Any
 
 import gymnasium as gym
 import torch
-from tqdm.auto import tqdm
-
-from agentenvs.core.store import TrajectoryStore
-from agentenvs.core.trajectory import Step
-from learners.llm.callbacks import TrainerCallback
-from learners.llm.checkpoint import Checkpointer
-from learners.llm.config import TrainConfig
-from learners.llm.cursor import TaskCursor
-from learners.llm.distributed import Distributed
-from learners.llm.env_source import CreditedEnvs, EnvSource, choose_tasks
-from learners.llm.evaluation import Evaluator, outcome_gains
-from learners.llm.generation import HFGenerator
-from learners.llm.logprob_gap import logprob_gap
-from learners.llm.metrics import (
+from agentenvs.learners.llm.callbacks import TrainerCallback
+from agentenvs.learners.llm.checkpoint import Checkpointer
+from agentenvs.learners.llm.config import TrainConfig
+from agentenvs.learners.llm.cursor import TaskCursor
+from agentenvs.learners.llm.distributed import Distributed
+from agentenvs.learners.llm.env_source import CreditedEnvs, EnvSource, choose_tasks
+from agentenvs.learners.llm.evaluation import Evaluator, outcome_gains
+from agentenvs.learners.llm.generation import HFGenerator
+from agentenvs.learners.llm.logprob_gap import logprob_gap
+from agentenvs.learners.llm.metrics import (
     MetricsLogger,
     collapse,
     credit_metrics,
     plot_learning_curve,
     rollout_metrics,
 )
-from learners.llm.parallel import check_parallel, full_policy
-from learners.llm.policy import Policy
-from learners.llm.rollout import Sampler, episode_bar
-from learners.llm.update import PPOUpdate
+from agentenvs.learners.llm.parallel import check_parallel, full_policy
+from agentenvs.learners.llm.policy import Policy
+from agentenvs.learners.llm.rollout import Sampler, episode_bar
+from agentenvs.learners.llm.update import PPOUpdate
+from tqdm.auto import tqdm
+
+from agentenvs.core.store import TrajectoryStore
+from agentenvs.core.trajectory import Step
 
 __all__ = ["Trainer", "TrainerCallback", "build_generator", "EnvSource", "SAMPLE_EXTRAS"]
 
@@ -107,7 +107,7 @@ def build_generator(
 ) -> Any:
     """The sampling backend of ``config.backend`` (vLLM needs ``model_path``, the HF directory)."""
     if config.backend == "vllm":
-        from learners.llm.vllm_generator import VLLMGenerator
+        from agentenvs.learners.llm.vllm_generator import VLLMGenerator
 
         if model_path is None:
             raise ValueError("the vLLM backend needs the model directory (model_path)")
@@ -158,21 +158,21 @@ class Trainer:
         progress: show tqdm bars on stderr (rank 0 only): iterations, and the episodes done /
             total with an ETA of every rollout and every evaluation (per split and decoding).
         distributed: this process's place in a ``torchrun`` job; default
-            :meth:`Distributed.from_env() <learners.llm.distributed.Distributed.from_env>` (world
+            :meth:`Distributed.from_env() <agentenvs.learners.llm.distributed.Distributed.from_env>` (world
             size 1 outside ``torchrun``). Under world size > 1 every rank builds its own trainer
             with the same config, model and envs, and calls the same methods in the same order
             (each one that communicates says so); rank 0's weights are broadcast to all.
-        callbacks: :class:`~learners.llm.callbacks.TrainerCallback` hooks, called in order.
+        callbacks: :class:`~agentenvs.learners.llm.callbacks.TrainerCallback` hooks, called in order.
 
     Task ids come from ``config.train_tasks`` / ``test_tasks`` or the env's task panel
     (``tasks.ids("train")``, and ``tasks.ids(split)`` of each split of ``config.eval_splits``,
     by default every ``test`` / ``test_*`` split); ``eval_splits`` holds the evaluated ones
     (split -> task ids).
 
-    The parts it runs: ``source`` (:class:`~learners.llm.env_source.CreditedEnvs`: groups,
+    The parts it runs: ``source`` (:class:`~agentenvs.learners.llm.env_source.CreditedEnvs`: groups,
     prompts, task panel), ``generator`` (the sampling backend), ``updater``
-    (:class:`~learners.llm.update.PPOUpdate`: the update, its precision, optimizer and
-    reference), ``evaluator`` (:class:`~learners.llm.evaluation.Evaluator`), ``logger`` and
+    (:class:`~agentenvs.learners.llm.update.PPOUpdate`: the update, its precision, optimizer and
+    reference), ``evaluator`` (:class:`~agentenvs.learners.llm.evaluation.Evaluator`), ``logger`` and
     ``store``. ``prompts``, ``eval_envs``, ``precision``, ``optimizer``, ``params`` and
     ``ref_model`` name the parts' own.
     """
@@ -367,7 +367,7 @@ class Trainer:
         return self.progress and self.logger is not None
 
     def update(self, steps: Sequence[Step]) -> dict[str, float]:
-        """:meth:`PPOUpdate.run <learners.llm.update.PPOUpdate.run>` on ``steps`` in this
+        """:meth:`PPOUpdate.run <agentenvs.learners.llm.update.PPOUpdate.run>` on ``steps`` in this
         iteration: PPO over them (each with ``advantage`` and rollout ``extras``); returns stats.
         Under world size > 1 call it on every rank, each with its own steps (none included)."""
         return self.updater.run(steps, self.iteration)
@@ -376,7 +376,7 @@ class Trainer:
         """Score the first ``config.logprob_check_samples`` step-samples of ``steps`` with the
         sampling backend and with the training model (temperature 1); returns
         ``sync/logprob_gap`` (mean absolute difference per response token, nats) and
-        ``sync/logprob_gap_max`` (see :mod:`learners.llm.logprob_gap`), or nothing when off.
+        ``sync/logprob_gap_max`` (see :mod:`agentenvs.learners.llm.logprob_gap`), or nothing when off.
 
         An HF generator that samples from the training model itself cannot drift from it: it is
         not checked."""
@@ -397,7 +397,7 @@ class Trainer:
 
     # -- evaluation --------------------------------------------------------------------------------
     def evaluate(self, splits: Mapping[str, Sequence[str]] | None = None) -> dict[str, float]:
-        """:meth:`Evaluator.evaluate <learners.llm.evaluation.Evaluator.evaluate>` at the current
+        """:meth:`Evaluator.evaluate <agentenvs.learners.llm.evaluation.Evaluator.evaluate>` at the current
         iteration on ``splits`` (default :attr:`eval_splits`): one uncredited episode per task
         and decoding mode, each outcome in ``eval_outcomes.jsonl``; returns ``eval/<label>/``
         metrics, which the callbacks' ``on_eval`` then see. Under world size > 1 call it on
@@ -409,7 +409,7 @@ class Trainer:
         return metrics
 
     def outcome_gains(self) -> dict[str, float]:
-        """:func:`~learners.llm.evaluation.outcome_gains` of the evaluated splits from iteration 0
+        """:func:`~agentenvs.learners.llm.evaluation.outcome_gains` of the evaluated splits from iteration 0
         to the current one (``eval/<label>/success_gain``, ``valid_action_gain``,
         ``goal_directed_gain``, each with ``..._low``, ``..._high``; nothing on ranks other
         than 0)."""
@@ -418,7 +418,7 @@ class Trainer:
     # -- checkpoints -------------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
         """Write everything needed to continue exactly (default ``out_dir/checkpoint.pt``): what
-        :meth:`Checkpointer.save <learners.llm.checkpoint.Checkpointer.save>` writes, plus the
+        :meth:`Checkpointer.save <agentenvs.learners.llm.checkpoint.Checkpointer.save>` writes, plus the
         iteration, the task-cursor position and the config. Under world size > 1 call it on
         every rank (rank 0 writes)."""
         path = Path(path or self.out_dir / "checkpoint.pt")
@@ -432,7 +432,7 @@ class Trainer:
 
     def load_checkpoint(self, path: str | Path | None = None) -> None:
         """Restore a :meth:`save_checkpoint` file into this trainer (same config and model); see
-        :meth:`Checkpointer.load <learners.llm.checkpoint.Checkpointer.load>` (under world size
+        :meth:`Checkpointer.load <agentenvs.learners.llm.checkpoint.Checkpointer.load>` (under world size
         > 1 every rank reads the file)."""
         path = Path(path or self.out_dir / "checkpoint.pt")
         state = self.checkpointer.load(path, self.policy.device)
@@ -444,12 +444,12 @@ class Trainer:
     # -- model and store plumbing ------------------------------------------------------------------
     def full_weights(self) -> contextlib.AbstractContextManager[None]:
         """Every rank holds the whole model inside this context under FSDP (a no-op otherwise;
-        see :func:`learners.llm.parallel.full_weights`). Every rank must enter it together."""
+        see :func:`agentenvs.learners.llm.parallel.full_weights`). Every rank must enter it together."""
         return self.updater.full_weights()
 
     def full_policy(self) -> Policy | None:
         """The trained policy with plain (unsharded) weights, on rank 0; ``None`` on other ranks
-        (see :func:`learners.llm.parallel.full_policy`; under FSDP call it on every rank)."""
+        (see :func:`agentenvs.learners.llm.parallel.full_policy`; under FSDP call it on every rank)."""
         return full_policy(self.policy, self.dist, self.updater.fsdp)
 
     def _open_store(self) -> TrajectoryStore | None:

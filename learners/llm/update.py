@@ -1,8 +1,8 @@
 """The PPO update over micro-batches, with its precision and its DDP/FSDP hooks.
 
 This module holds :class:`PPOUpdate`: it owns what an update changes and needs (the trainable
-parameters, :class:`~learners.llm.precision.MixedPrecision`, the AdamW optimizer, the frozen
-reference, the DDP wrapper or FSDP sharding of :mod:`learners.llm.parallel`) and runs one update
+parameters, :class:`~agentenvs.learners.llm.precision.MixedPrecision`, the AdamW optimizer, the frozen
+reference, the DDP wrapper or FSDP sharding of :mod:`agentenvs.learners.llm.parallel`) and runs one update
 over a list of step-samples: prompt tokens masked, the step's advantage on each of its response
 tokens, dual-clip PPO, k3 KL to the frozen reference, the loss aggregated by ``loss_agg_mode`` over
 each mini-batch, gradient accumulation over length-sorted micro-batches (a sample count or a token
@@ -22,12 +22,10 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from agentenvs.core.trajectory import Step
-from learners.llm.batching import micro_batches
-from learners.llm.config import TrainConfig
-from learners.llm.distributed import Distributed
-from learners.llm.loss import (
+from agentenvs.learners.llm.batching import micro_batches
+from agentenvs.learners.llm.config import TrainConfig
+from agentenvs.learners.llm.distributed import Distributed
+from agentenvs.learners.llm.loss import (
     aggregate,
     broadcast_advantages,
     entropy_from_logits,
@@ -35,16 +33,18 @@ from learners.llm.loss import (
     ppo_objective,
     token_logprobs,
 )
-from learners.llm.memcheck import warn_if_unfit
-from learners.llm.parallel import full_weights, parallel_model
-from learners.llm.policy import (
+from agentenvs.learners.llm.memcheck import warn_if_unfit
+from agentenvs.learners.llm.parallel import full_weights, parallel_model
+from agentenvs.learners.llm.policy import (
     Policy,
     collate,
     enable_gradient_checkpointing,
     response_logits,
     response_logprobs,
 )
-from learners.llm.precision import DTYPES, MixedPrecision, autocast_dtype
+from agentenvs.learners.llm.precision import DTYPES, MixedPrecision, autocast_dtype
+
+from agentenvs.core.trajectory import Step
 
 __all__ = ["PPOUpdate", "warmup_factor"]
 
@@ -116,7 +116,7 @@ class PPOUpdate:
         self._memory_checked = False
 
     def full_weights(self) -> contextlib.AbstractContextManager[None]:
-        """:func:`~learners.llm.parallel.full_weights` of this model (every rank together)."""
+        """:func:`~agentenvs.learners.llm.parallel.full_weights` of this model (every rank together)."""
         return full_weights(self.policy.model, self.fsdp)
 
     def _padded(self, rows: Sequence[np.ndarray], width: int) -> torch.Tensor:
@@ -127,7 +127,7 @@ class PPOUpdate:
 
     def _micro_batches(self, samples: Sequence[Step], indices: Sequence[int]) -> list[list[int]]:
         """``indices`` sorted by length and cut by ``micro_batch_tokens`` or ``micro_batch_size``
-        (see :func:`~learners.llm.batching.micro_batches`)."""
+        (see :func:`~agentenvs.learners.llm.batching.micro_batches`)."""
         cfg = self.config
         budget = {"max_tokens": cfg.micro_batch_tokens}
         if cfg.micro_batch_tokens is None:
@@ -362,7 +362,7 @@ class PPOUpdate:
 
     def _check_memory(self, samples: Sequence[Step], live: Sequence[int]) -> None:
         """Warn once, before the first update, when the memory plan for this run's longest
-        sample does not fit the device (see :func:`~learners.llm.memcheck.warn_if_unfit`)."""
+        sample does not fit the device (see :func:`~agentenvs.learners.llm.memcheck.warn_if_unfit`)."""
         if not live:
             return
         prompt = max(len(samples[i].extras["prompt_ids"]) for i in live)

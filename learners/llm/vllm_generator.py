@@ -4,7 +4,7 @@ adapters, sleep mode.
 This module holds:
 
 * :class:`VLLMGenerator` - a ``vllm.LLM`` engine in the training process, with the methods of
-  :class:`~learners.llm.generation.HFGenerator` (``generate``, ``score``, ``sync_weights``,
+  :class:`~agentenvs.learners.llm.generation.HFGenerator` (``generate``, ``score``, ``sync_weights``,
   ``sleep``, ``wake_up``, ``exact_logprobs``).
 * :func:`check_vllm_version` - the minimum vLLM version, and whether it returns processed log-probs.
 * :func:`vllm_lora_rank` - the ``max_lora_rank`` vLLM accepts for an adapter's rank.
@@ -60,9 +60,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from learners.llm.generation import Sample
-from learners.llm.policy import Policy
+from agentenvs.learners.llm.generation import Sample
+from agentenvs.learners.llm.policy import Policy
 
 __all__ = [
     "MIN_VLLM_VERSION",
@@ -148,7 +147,7 @@ class VLLMGenerator:
         policy: the training policy: its tokenizer decodes; its weights (or LoRA adapter) are
             pushed to the engine by :meth:`sync_weights`.
         model_path: the HF directory the engine loads (the policy's base weights).
-        max_new_tokens, temperature, top_p: as :class:`~learners.llm.generation.HFGenerator`.
+        max_new_tokens, temperature, top_p: as :class:`~agentenvs.learners.llm.generation.HFGenerator`.
         gpu_memory_utilization: share of the GPU's memory the engine may take (weights, KV cache,
             activations); the trainer needs the rest. Default 0.4. On CPU: the share of RAM.
         max_model_len: the engine's context length in tokens (prompt + response); ``None`` = the

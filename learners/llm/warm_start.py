@@ -22,11 +22,11 @@ model on states at every turn of an episode, with one of two teachers:
 1. :func:`collect_states` plays the walks: for training tasks in a seeded random order, each
    episode steps the teacher's action until the env ends it (its step limit or a win),
    ``max_turns`` or ``max_states`` states in all (or, for the expert, until it has no move). The
-   episodes run through the rollout engine's own loop (:func:`~learners.llm.rollout.drive`), so
+   episodes run through the rollout engine's own loop (:func:`~agentenvs.learners.llm.rollout.drive`), so
    each state's prompt is exactly the one the learner shows at that turn: the env's
    ``agent_prompt(prompt_style, history_length)``, the :class:`~agentenvs.core.EpisodeMemory`
    history of the walk so far, the chat template and the response prefix
-   (:func:`~learners.llm.rollout.prompt_ids`).
+   (:func:`~agentenvs.learners.llm.rollout.prompt_ids`).
 2. :func:`supervised_warm_start` trains the model, by cross-entropy on the response tokens, to
    answer a state's prompt with one of its targets in the env's syntax
    (:meth:`~agentenvs.core.AgentPrompt.answer`, then the EOS token). The states are collected once
@@ -37,8 +37,8 @@ from the env. Cost: at most ``max_states`` env steps (and expert calls) plus one
 then ``steps`` forward/backward passes of ``batch_size`` prompts.
 
 >>> import gymnasium as gym, agentenvs
->>> from learners.llm.policy import Policy
->>> from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+>>> from agentenvs.learners.llm.policy import Policy
+>>> from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
 >>> tok = build_tiny_tokenizer()
 >>> policy = Policy(build_tiny_model(tok), tok)
 >>> env = gym.make("agentenvs/Sokoban-v0", max_solution_steps=1, max_steps=3)
@@ -63,12 +63,12 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from agentenvs.learners.llm.loss import token_logprobs
+from agentenvs.learners.llm.policy import Policy, collate, response_logits
+from agentenvs.learners.llm.rollout import Sampler, drive, prompt_ids
 
 from agentenvs.core import AgentPrompt, EpisodeMemory
 from agentenvs.core.prompting import agent_prompt_for
-from learners.llm.loss import token_logprobs
-from learners.llm.policy import Policy, collate, response_logits
-from learners.llm.rollout import Sampler, drive, prompt_ids
 
 __all__ = [
     "TEACHERS",
@@ -155,7 +155,7 @@ def _expert_teacher(env: gym.Env) -> Teacher:
 
 
 class Walker(Sampler):
-    """A :class:`~learners.llm.rollout.Sampler` that answers each request with its teacher's
+    """A :class:`~agentenvs.learners.llm.rollout.Sampler` that answers each request with its teacher's
     action (``response_prefix + answer(action)``, what the env would get from a model writing it)
     and keeps every state it answered, with the teacher's targets, in :attr:`states`. Where the
     teacher has no action it answers ``""`` and sets :attr:`stopped` (the walk ends there; the

@@ -238,7 +238,7 @@ README_FLAGS = [
 
 
 def test_train_flags_keep_their_spellings_and_come_from_train_config():
-    cli = pytest.importorskip("learners.llm.cli")
+    cli = pytest.importorskip("agentenvs.learners.llm.cli")
     args = cli.parse_args(README_FLAGS)
     config = args.config
     assert (args.rollout, args.groups, args.group_size, args.max_steps) == ("sequential", 3, 2, 2)
@@ -274,7 +274,7 @@ def test_train_flags_keep_their_spellings_and_come_from_train_config():
 
 
 def test_train_rejects_bad_values_and_unknown_field_types():
-    cli = pytest.importorskip("learners.llm.cli")
+    cli = pytest.importorskip("agentenvs.learners.llm.cli")
     assert main(["train", "--iterations", "x"]) == 2
     assert main(["train", "--backend", "tpu"]) == 2  # TrainConfig's own check
     assert main(["train", "--credit", "nope"]) == 2
@@ -290,7 +290,7 @@ def test_train_rejects_bad_values_and_unknown_field_types():
 
 
 def test_commands_but_train_never_import_the_learner():
-    code = "import sys; from agentenvs.cli.main import main; main(['list']); print(sorted(m for m in sys.modules if m.split('.')[0] in ('learners', 'torch', 'tyro')))"
+    code = "import sys; from agentenvs.cli.main import main; main(['list']); print(sorted(m for m in sys.modules if m.startswith('agentenvs.learners') or m.split('.')[0] in ('torch', 'tyro')))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
     )

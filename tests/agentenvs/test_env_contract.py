@@ -13,12 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
-
-import agentenvs
-from agentenvs.core import EpisodeMemory, Step, TaskPanel, TextAgentEnv, Trajectory, text_space
-from agentenvs.core.prompting import agent_prompt_for
-from wrappers import (
+from agentenvs.wrappers import (
     CreditWrapper,
     GiGPOCreditWrapper,
     GraphCreditWrapper,
@@ -29,7 +24,12 @@ from wrappers import (
     register_method,
     unregister_method,
 )
-from wrappers.grouping import GroupAssembler
+from agentenvs.wrappers.grouping import GroupAssembler
+from gymnasium.utils.env_checker import check_env
+
+import agentenvs
+from agentenvs.core import EpisodeMemory, Step, TaskPanel, TextAgentEnv, Trajectory, text_space
+from agentenvs.core.prompting import agent_prompt_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -231,7 +231,7 @@ def test_the_generic_prompt_shows_the_task():
 # -- user extensions on the flagship script -----------------------------------------------------------
 USER_MODULE = """
 import dataclasses, gymnasium, numpy as np
-from wrappers import register_method
+from agentenvs.wrappers import register_method
 
 @dataclasses.dataclass
 class MineConfig:
@@ -249,7 +249,7 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)  # --import searches the current directory
     monkeypatch.syspath_prepend(str(ROOT))
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
-    parse_args = pytest.importorskip("learners.llm.cli").parse_args
+    parse_args = pytest.importorskip("agentenvs.learners.llm.cli").parse_args
     argv = ["--import", "my_credit", "--credit", "mine", "--max-steps", "2"]
     try:
         args = parse_args([*argv, "--credit-config", '{"value": 2.0}'])
@@ -293,7 +293,7 @@ def test_env_module_id_finds_a_module_in_the_current_directory(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(tmp_path), "")])
-    cli = pytest.importorskip("learners.llm.cli")
+    cli = pytest.importorskip("agentenvs.learners.llm.cli")
     try:
         args = cli.parse_args(["--env", "my_envs:user_envs/Counter-v0", "--max-steps", "2"])
         assert str(tmp_path) in sys.path
@@ -318,7 +318,7 @@ def test_the_docs_complete_example_env_trains(tmp_path, monkeypatch, capsys):
     (tmp_path / "walk_env.py").write_text(_doc_example())
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
-    cli = pytest.importorskip("learners.llm.cli")
+    cli = pytest.importorskip("agentenvs.learners.llm.cli")
     try:
         cli.import_user_modules(
             ["--env", "walk_env:walk/Walk-v0"]
@@ -345,7 +345,7 @@ def test_the_docs_complete_example_env_trains(tmp_path, monkeypatch, capsys):
 def test_runs_never_overwrite_each_other(tmp_path, monkeypatch, capsys):
     """Without ``--out`` every run gets a new directory; an ``--out`` holding a run needs
     ``--resume`` or ``--overwrite``; ``--resume`` needs ``--out``."""
-    cli = pytest.importorskip("learners.llm.cli")
+    cli = pytest.importorskip("agentenvs.learners.llm.cli")
     args = cli.parse_args(["--env", "agentenvs/Sokoban-v0"])
     first, second = (cli.run_dir(args, root=tmp_path) for _ in range(2))
     assert first != second and all(Path(p).is_dir() for p in (first, second))

@@ -154,7 +154,7 @@ def test_vector_envs_carry_progress():
 
 
 def test_credit_wrapper_steps_sum_to_the_episodes_change():
-    from wrappers import CreditWrapper
+    from agentenvs.wrappers import CreditWrapper
 
     env = CreditWrapper(
         gym.make("agentenvs/Sokoban-v0", action_format="plain"), method="grpo", group_size=2

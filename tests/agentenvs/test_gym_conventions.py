@@ -16,6 +16,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from agentenvs.wrappers import (
+    METHODS,
+    CreditWrapper,
+    VectorCreditWrapper,
+    credited_groups,
+    method_names,
+)
 from gymnasium.vector.utils import iterate
 from gymnasium.wrappers import PassiveEnvChecker
 from gymnasium.wrappers.vector import DictInfoToList
@@ -26,7 +33,6 @@ from agentenvs import GroupedVectorEnv
 from agentenvs.adapters import DiscreteActions
 from agentenvs.registration import ENV_IDS
 from agentenvs.sokoban.adapters import SokobanPlanes
-from wrappers import METHODS, CreditWrapper, VectorCreditWrapper, credited_groups, method_names
 
 SOKOBAN = "agentenvs/Sokoban-v0"
 MOVES = ["up", "down", "left", "right"]

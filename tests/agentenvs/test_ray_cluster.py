@@ -18,7 +18,7 @@ pytest.importorskip("ray")
 
 CLIENT = """
 import sys, agentenvs, ray
-from wrappers import VectorCreditWrapper, credited_groups
+from agentenvs.wrappers import VectorCreditWrapper, credited_groups
 envs = VectorCreditWrapper(agentenvs.make_group_vec_env(
     "agentenvs/Sokoban-v0", 1, 2, "ray", vector_kwargs={"address": sys.argv[1], "num_workers": 2},
     action_format="plain", max_steps=3), "grpo")

@@ -9,11 +9,11 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from agentenvs.wrappers import VectorCreditWrapper, credited_groups
 
 import agentenvs
 from agentenvs.ray_vector import RayVectorEnv, make_env
 from agentenvs.workers import EnvWorker, Journal, same_observation
-from wrappers import VectorCreditWrapper, credited_groups
 
 ray = pytest.importorskip("ray")
 

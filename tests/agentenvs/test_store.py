@@ -18,10 +18,10 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from agentenvs.wrappers import CreditWrapper, VectorCreditWrapper, credited_groups
 
 import agentenvs
 from agentenvs.core import Step, StoredGroup, Trajectory, TrajectoryStore, list_runs, read_groups
-from wrappers import CreditWrapper, VectorCreditWrapper, credited_groups
 
 ENV_ID = "agentenvs/Sokoban-v0"
 ROOT = Path(__file__).resolve().parents[2]
@@ -416,11 +416,10 @@ def test_vector_credit_wrapper_stores_each_credited_group_once(tmp_path):
 def test_the_learner_stores_each_iteration_once_across_a_resume(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    from agentenvs.learners.llm.config import TrainConfig
+    from agentenvs.learners.llm.trainer import Trainer
+    from agentenvs.wrappers import GraphCreditWrapper
     from llm_fixtures import tiny_policy
-
-    from learners.llm.config import TrainConfig
-    from learners.llm.trainer import Trainer
-    from wrappers import GraphCreditWrapper
 
     envs = [lambda: GraphCreditWrapper(gym.make(ENV_ID, max_steps=2), group_size=2)] * 2
     out = tmp_path / "run-a"

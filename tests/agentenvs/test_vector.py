@@ -76,7 +76,7 @@ class Act(str):
 
 
 def _step(envs, moves):
-    from wrappers import credited_groups
+    from agentenvs.wrappers import credited_groups
 
     actions = [Act(m) for m in moves]
     obs, rewards, term, trunc, infos = envs.step(actions)
@@ -84,7 +84,7 @@ def _step(envs, moves):
 
 
 def _credit_envs(mode, max_steps=4):
-    from wrappers import VectorCreditWrapper
+    from agentenvs.wrappers import VectorCreditWrapper
 
     grouped = make_group_vec_env(
         "agentenvs/Sokoban-v0",

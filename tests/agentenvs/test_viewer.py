@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from agentenvs.wrappers import VectorCreditWrapper, assign_advantages, credited_groups
 
 import agentenvs
 from agentenvs.core.store import TrajectoryStore, read_groups
@@ -24,7 +25,6 @@ from agentenvs.viewer.graph import graph_svg, state_graph
 from agentenvs.viewer.page import render_page, write_page
 from agentenvs.viewer.run import NotARunError, load_run
 from agentenvs.viewer.serve import make_server
-from wrappers import VectorCreditWrapper, assign_advantages, credited_groups
 
 N_GROUPS = 6
 GROUP_SIZE = 4

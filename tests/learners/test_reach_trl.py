@@ -1,4 +1,4 @@
-"""Our credit inside the real TRL ``GRPOTrainer`` (``learners.trl``; run in the reach venv by
+"""Our credit inside the real TRL ``GRPOTrainer`` (``agentenvs.learners.trl``; run in the reach venv by
 scripts/test_reach.sh).
 
 The quality bars of docs/integrations.md: the trainer trains the tiny model for 3 steps on Sokoban
@@ -6,7 +6,7 @@ with GraphGPO credit on CPU; two steps of one episode with different GraphGPO ad
 different per-token advantages in the batch TRL's loss reads (and the loss depends on them); our
 ``grpo`` through this path equals TRL's own GRPO advantages on the same batch, within 1e-6.
 
-The tiny model starts from a short format-only warm start (``learners.llm.warm_start``), so some
+The tiny model starts from a short format-only warm start (``agentenvs.learners.llm.warm_start``), so some
 actions are valid and some episodes win: a random model never writes an action and every
 advantage would be 0.
 """
@@ -20,13 +20,13 @@ trl = pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
 import gymnasium as gym  # noqa: E402
+from agentenvs.learners import trl as ours  # noqa: E402
+from agentenvs.learners.llm.policy import Policy  # noqa: E402
+from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
+from agentenvs.learners.llm.warm_start import supervised_warm_start  # noqa: E402
+from agentenvs.wrappers import CreditWrapper, GraphCreditWrapper  # noqa: E402
 
 import agentenvs  # noqa: E402, F401  (registers the envs)
-from learners import trl as ours  # noqa: E402
-from learners.llm.policy import Policy  # noqa: E402
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
-from learners.llm.warm_start import supervised_warm_start  # noqa: E402
-from wrappers import CreditWrapper, GraphCreditWrapper  # noqa: E402
 
 G = 8  # episodes per group (num_generations)
 STYLE = {"prompt_style": "compact", "history_length": 0}  # each row already holds the history

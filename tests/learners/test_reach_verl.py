@@ -1,4 +1,4 @@
-"""Our credit methods inside the real verl (``learners.verl``; run in verl's own venv by
+"""Our credit methods inside the real verl (``agentenvs.learners.verl``; run in verl's own venv by
 scripts/test_reach.sh: verl pins an older transformers than ours).
 
 The quality bar of docs/integrations.md: on 500 random groups per method, built as verl
@@ -19,14 +19,14 @@ pytestmark = pytest.mark.reach
 verl = pytest.importorskip("verl")
 torch = pytest.importorskip("torch")
 
+from agentenvs.learners import verl as ours  # noqa: E402
+from agentenvs.wrappers.registry import METHODS, assign_advantages, method_names  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.config import AlgoConfig  # noqa: E402
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, get_adv_estimator_fn  # noqa: E402
 
 from agentenvs.core import Step, Trajectory  # noqa: E402
-from learners import verl as ours  # noqa: E402
-from wrappers.registry import METHODS, assign_advantages, method_names  # noqa: E402
 
 #: Options for the comparison: the online models of SPA and HISR learn from every call (two
 #: calls on one batch differ by design). SPA's ``mean`` source is a pure function of the batch;
@@ -37,9 +37,9 @@ OPTIONS = {"spa": {"contribution_source": "mean"}, "hisr": {"online": False}}
 def hisr_models() -> dict:
     """HISR's models (SPRM, hindsight and policy scorers: they read the step texts), small (20
     epochs per fit) and fitted on 16 random groups, so HISR's values depend on the texts."""
-    from wrappers.hisr import HISRConfig, online_state
-    from wrappers.models.hindsight import FeatureScorer
-    from wrappers.models.progress import FeatureProgressEstimator
+    from agentenvs.wrappers.hisr import HISRConfig, online_state
+    from agentenvs.wrappers.models.hindsight import FeatureScorer
+    from agentenvs.wrappers.models.progress import FeatureProgressEstimator
 
     models = {
         "sprm": FeatureProgressEstimator(epochs=20),

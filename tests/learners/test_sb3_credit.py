@@ -9,18 +9,18 @@ import pytest
 pytest.importorskip("stable_baselines3")
 
 import torch as th  # noqa: E402
-from stable_baselines3 import PPO  # noqa: E402
-from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
-from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
-
-import agentenvs  # noqa: E402, F401
-from learners.sb3 import (  # noqa: E402
+from agentenvs.learners.sb3 import (  # noqa: E402
     CreditPPO,
     discounted_returns,
     evaluate_success,
     make_credit_vec_env,
 )
-from wrappers import METHODS, GraphCreditWrapper  # noqa: E402
+from agentenvs.wrappers import METHODS, GraphCreditWrapper  # noqa: E402
+from stable_baselines3 import PPO  # noqa: E402
+from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
+from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
+
+import agentenvs  # noqa: E402, F401
 
 ENV_ID = "agentenvs/SokobanDiscrete-v0"
 SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 2, "seed": 0}
@@ -174,9 +174,9 @@ def test_evaluate_success_plays_each_task_once() -> None:
 def test_frozen_rewards_reach_gae_with_the_critic(method: str) -> None:
     """The paper pipeline: a frozen SPA / HISR wrapper hands out fused rewards (advantage="rewards");
     the buffer holds exactly those rewards and GAE of them with the collection-time values."""
-    from wrappers.models.progress import make_estimator
-    from wrappers.offline import collect_rollouts, fit_offline, frozen_config
-    from wrappers.stats import gae
+    from agentenvs.wrappers.models.progress import make_estimator
+    from agentenvs.wrappers.offline import collect_rollouts, fit_offline, frozen_config
+    from agentenvs.wrappers.stats import gae
 
     class Random:
         rng = np.random.default_rng(0)
@@ -211,7 +211,7 @@ def test_frozen_rewards_reach_gae_with_the_critic(method: str) -> None:
 
 
 def test_gae_bootstraps_a_truncation() -> None:
-    from wrappers.stats import gae
+    from agentenvs.wrappers.stats import gae
 
     np.testing.assert_allclose(gae([1.0], 0.9, 0.8, [0.5], bootstrap=2.0), [1 + 1.8 - 0.5])
     with pytest.raises(ValueError, match="values must have shape"):

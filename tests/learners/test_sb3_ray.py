@@ -11,10 +11,10 @@ import pytest
 ray = pytest.importorskip("ray")
 th = pytest.importorskip("torch")
 
+from agentenvs.learners.sb3 import CreditPPO, RayVecEnv, make_credit_vec_env  # noqa: E402
 from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 
 from agentenvs.ray_vector import make_env  # noqa: E402
-from learners.sb3 import CreditPPO, RayVecEnv, make_credit_vec_env  # noqa: E402
 
 
 class KillWorker(BaseCallback):

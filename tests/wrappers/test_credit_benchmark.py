@@ -9,8 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from wrappers import GiGPOConfig, estimate
+from agentenvs.wrappers import GiGPOConfig, estimate
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "credit.py"
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from agentenvs.wrappers import METHODS, gigpo, graphgpo, grpo, rtmc
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.gigpo import GiGPOConfig
+from agentenvs.wrappers.graphgpo import GraphGPOConfig
+from agentenvs.wrappers.grpo import GRPOConfig
+from agentenvs.wrappers.rtmc import RTMCConfig
 from credit_builders import path_traj, toy_group
-
-from wrappers import METHODS, gigpo, graphgpo, grpo, rtmc
-from wrappers.batch import StepBatch
-from wrappers.gigpo import GiGPOConfig
-from wrappers.graphgpo import GraphGPOConfig
-from wrappers.grpo import GRPOConfig
-from wrappers.rtmc import RTMCConfig
 
 TOL = 1e-6
 

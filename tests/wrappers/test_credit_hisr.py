@@ -8,10 +8,7 @@ import dataclasses
 import gymnasium as gym
 import numpy as np
 import pytest
-
-import agentenvs
-from agentenvs.core import Step, Trajectory
-from wrappers import (
+from agentenvs.wrappers import (
     METHODS,
     HindsightCreditWrapper,
     HISRConfig,
@@ -20,8 +17,8 @@ from wrappers import (
     credited_groups,
     make_config,
 )
-from wrappers.batch import StepBatch
-from wrappers.hisr import (
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.hisr import (
     action_log_importance,
     estimate_batch,
     fuse,
@@ -31,8 +28,8 @@ from wrappers.hisr import (
     segment_importance,
     trajectory_rewards,
 )
-from wrappers.hisr import online_state as hisr_state
-from wrappers.models.hindsight import (
+from agentenvs.wrappers.hisr import online_state as hisr_state
+from agentenvs.wrappers.models.hindsight import (
     FeatureScorer,
     TurnRequest,
     cloze_messages,
@@ -40,9 +37,9 @@ from wrappers.models.hindsight import (
     train_hindsight,
     turn_requests,
 )
-from wrappers.models.progress import TabularProgressEstimator
-from wrappers.rewards import reward_to_go
-from wrappers.segments import (
+from agentenvs.wrappers.models.progress import TabularProgressEstimator
+from agentenvs.wrappers.rewards import reward_to_go
+from agentenvs.wrappers.segments import (
     FixedLengthSegmenter,
     is_partition,
     make_segmenter,
@@ -50,6 +47,9 @@ from wrappers.segments import (
     progress_segments,
     repair_segments,
 )
+
+import agentenvs
+from agentenvs.core import Step, Trajectory
 
 estimate = METHODS["hisr"].estimate  # the registry's one path, bound to hisr
 
@@ -581,7 +581,7 @@ def test_vector_wrapper_and_assign_advantages_agree():
 @pytest.mark.usefixtures("one_torch_thread")
 def test_credit_ppo_learns_with_hisr():
     pytest.importorskip("stable_baselines3")
-    from learners.sb3 import CreditPPO, make_credit_vec_env
+    from agentenvs.learners.sb3 import CreditPPO, make_credit_vec_env
 
     config = make_config("hisr", refit_every=2, buffer_size=64)
     env = make_credit_vec_env("agentenvs/SokobanDiscrete-v0", "hisr", n_envs=2, group_size=4,

@@ -18,15 +18,16 @@ PACKAGE = ROOT / "wrappers"
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
+    """``wrappers/batch.py`` -> ``agentenvs.wrappers.batch`` (its installed name)."""
+    parts = ("agentenvs", *path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def import_graph() -> dict[str, set[str]]:
     """``module -> the wrappers modules it imports`` for every module of the package.
 
-    ``from wrappers import x`` counts as an import of ``wrappers.x`` when that module exists (it
-    names a submodule), else of the package ``wrappers``.
+    ``from agentenvs.wrappers import x`` counts as an import of ``agentenvs.wrappers.x`` when that
+    module exists (it names a submodule), else of the package ``agentenvs.wrappers``.
     """
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
@@ -76,9 +77,13 @@ def test_find_cycle_finds_one() -> None:
 
 def test_wrappers_import_graph_has_no_cycle() -> None:
     graph = import_graph()
-    assert {"wrappers.base", "wrappers.grouping", "wrappers.registry"} <= set(graph)
+    assert {
+        "agentenvs.wrappers.base",
+        "agentenvs.wrappers.grouping",
+        "agentenvs.wrappers.registry",
+    } <= set(graph)
     # the package init imports its modules; no module imports the package init back
-    assert not [m for m, edges in graph.items() if "wrappers" in edges]
+    assert not [m for m, edges in graph.items() if "agentenvs.wrappers" in edges]
     assert find_cycle(graph) is None
 
 
@@ -92,9 +97,9 @@ class Refuse(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Refuse())
-import wrappers
-from wrappers import GraphCreditWrapper, METHODS, estimate, GraphGPOConfig
-from wrappers import grpo, gigpo, graphgpo, rtmc, grouping, registry, stats, batch, base
+import agentenvs.wrappers
+from agentenvs.wrappers import GraphCreditWrapper, METHODS, estimate, GraphGPOConfig
+from agentenvs.wrappers import grpo, gigpo, graphgpo, rtmc, grouping, registry, stats, batch, base
 from agentenvs.core import Step, Trajectory
 
 def traj(path, won):
@@ -125,8 +130,7 @@ def test_configs_are_frozen_values_and_state_lives_apart() -> None:
     import dataclasses
 
     import pytest
-
-    from wrappers import METHODS, make_config, spa
+    from agentenvs.wrappers import METHODS, make_config, spa
 
     for name in ("grpo", "gigpo", "graphgpo", "rtmc", "triage", "hisr", "spa"):
         config = METHODS[name].config()
@@ -144,10 +148,15 @@ def test_configs_are_frozen_values_and_state_lives_apart() -> None:
 
 def test_viewer_reruns_only_what_the_registry_calls_pure() -> None:
     import numpy as np
+    from agentenvs.wrappers import (
+        GRPOConfig,
+        register_method,
+        registered_methods,
+        unregister_method,
+    )
 
     from agentenvs.core import Step, Trajectory
     from agentenvs.viewer.compare import STRUCTURAL_METHODS, compare_methods
-    from wrappers import GRPOConfig, register_method, registered_methods, unregister_method
 
     assert STRUCTURAL_METHODS == tuple(m.name for m in registered_methods(needs_model=False))
     group = [

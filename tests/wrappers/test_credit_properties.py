@@ -9,13 +9,7 @@ from collections import deque
 import gymnasium as gym
 import numpy as np
 import pytest
-from credit_builders import path_traj
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-import agentenvs  # noqa: F401  (registers the ids)
-from agentenvs.core import Step, Trajectory, read_trajectories, write_trajectories
-from wrappers import (
+from agentenvs.wrappers import (
     METHODS,
     GiGPOConfig,
     GraphGPOConfig,
@@ -27,7 +21,7 @@ from wrappers import (
     grpo,
     rtmc,
 )
-from wrappers.batch import (
+from agentenvs.wrappers.batch import (
     INVALID_ACTION,
     StepBatch,
     action_signature,
@@ -37,14 +31,20 @@ from wrappers.batch import (
     hashable_key,
     state_signature,
 )
-from wrappers.matching import similarity_codes
-from wrappers.stats import (
+from agentenvs.wrappers.matching import similarity_codes
+from agentenvs.wrappers.stats import (
     dense_codes,
     dense_rank,
     discounted_returns,
     group_zscore,
     radix_argsort,
 )
+from credit_builders import path_traj
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import agentenvs  # noqa: F401  (registers the ids)
+from agentenvs.core import Step, Trajectory, read_trajectories, write_trajectories
 
 MODULES = {"grpo": grpo, "gigpo": gigpo, "graphgpo": graphgpo, "rtmc": rtmc}
 

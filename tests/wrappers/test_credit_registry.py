@@ -15,12 +15,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
-
-import agentenvs
-from agentenvs.core import Step, Trajectory
-from agentenvs.registration import ENV_IDS
-from wrappers import (
+from agentenvs.wrappers import (
     ALIASES,
     METHODS,
     CreditMethod,
@@ -45,7 +40,12 @@ from wrappers import (
     states_only,
     unregister_method,
 )
-from wrappers.batch import default_signature, state_signature
+from agentenvs.wrappers.batch import default_signature, state_signature
+from gymnasium.utils.env_checker import check_env
+
+import agentenvs
+from agentenvs.core import Step, Trajectory
+from agentenvs.registration import ENV_IDS
 
 ENV_ID = "agentenvs/Sokoban-v0"
 
@@ -298,7 +298,7 @@ SPEC_CASES = [
 def test_spec_round_trip(cls, kwargs, toy):
     env = cls(gym.make(ENV_ID, action_format="plain", max_steps=7), **kwargs)
     [*_, recorded] = env.spec.additional_wrappers
-    assert recorded.entry_point == f"wrappers.base:{cls.__name__}"
+    assert recorded.entry_point == f"agentenvs.wrappers.base:{cls.__name__}"
     again = gym.make(env.spec)
     assert type(again) is cls
     assert (again.method, again.group_size, again.config) == (

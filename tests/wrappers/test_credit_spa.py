@@ -1,4 +1,4 @@
-"""SPA (``wrappers.spa``) and the progress estimators (``wrappers.models.progress``).
+"""SPA (``agentenvs.wrappers.spa``) and the progress estimators (``agentenvs.wrappers.models.progress``).
 
 Golden vectors are worked by hand in docs/spa.md, section 8; the properties are those of
 docs/spa.md, section 9. Tolerances: golden vectors 1e-6 (closed form) or 1e-3 (gradient descent);
@@ -11,10 +11,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-
-import agentenvs
-from agentenvs.core import Step, Trajectory
-from wrappers import (
+from agentenvs.wrappers import (
     METHODS,
     ProgressCreditWrapper,
     SPAConfig,
@@ -23,7 +20,7 @@ from wrappers import (
     credited_groups,
     make_config,
 )
-from wrappers.models.progress import (
+from agentenvs.wrappers.models.progress import (
     FeatureProgressEstimator,
     ProgressEstimator,
     TabularProgressEstimator,
@@ -31,9 +28,12 @@ from wrappers.models.progress import (
     make_estimator,
     sum_loss,
 )
-from wrappers.rewards import reward_to_go
-from wrappers.spa import fuse, gae
-from wrappers.spa import online_state as spa_state
+from agentenvs.wrappers.rewards import reward_to_go
+from agentenvs.wrappers.spa import fuse, gae
+from agentenvs.wrappers.spa import online_state as spa_state
+
+import agentenvs
+from agentenvs.core import Step, Trajectory
 
 estimate = METHODS["spa"].estimate  # the registry's one path, bound to spa
 
@@ -334,7 +334,7 @@ def _text_task(rng, m):
 
 
 def test_hf_estimator_is_causal_deterministic_and_truncates(tiny_dir, tmp_path):
-    from wrappers.models.progress import HFProgressEstimator
+    from agentenvs.wrappers.models.progress import HFProgressEstimator
 
     trajs, targets = _text_task(np.random.default_rng(6), 4)
     est = HFProgressEstimator(tiny_dir, epochs=2, seed=0)
@@ -363,7 +363,7 @@ def test_hf_estimator_is_causal_deterministic_and_truncates(tiny_dir, tmp_path):
 
 
 def test_hf_estimator_sum_error_drops_tenfold(tiny_dir):
-    from wrappers.models.progress import HFProgressEstimator
+    from agentenvs.wrappers.models.progress import HFProgressEstimator
 
     trajs, targets = _text_task(np.random.default_rng(7), 32)
     est = HFProgressEstimator(tiny_dir, epochs=50, batch_size=8, lr=1e-3, seed=0)  # 200 steps
@@ -412,7 +412,7 @@ def test_progress_wrapper_trains_online_on_sokoban_discrete():
 
 def test_credit_ppo_learns_with_spa():
     pytest.importorskip("stable_baselines3")
-    from learners.sb3 import CreditPPO, make_credit_vec_env
+    from agentenvs.learners.sb3 import CreditPPO, make_credit_vec_env
 
     config = make_config("spa", outcome="return", estimator_options={"epochs": 10, "hidden": 16})
     env = make_credit_vec_env(

@@ -16,10 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import gymnasium as gym
 import numpy as np
 import pytest
-
-import agentenvs  # noqa: F401 - registers the envs
-from agentenvs.core import Step, Trajectory
-from wrappers import (
+from agentenvs.wrappers import (
     METHODS,
     GRPOConfig,
     RoleCreditWrapper,
@@ -29,7 +26,7 @@ from wrappers import (
     credited_groups,
     make_config,
 )
-from wrappers.models.judges import (
+from agentenvs.wrappers.models.judges import (
     HTTPJudge,
     JudgeFallbackWarning,
     JudgeRequest,
@@ -42,8 +39,11 @@ from wrappers.models.judges import (
     make_judge,
     parse_judge_output,
 )
-from wrappers.triage import online_state as triage_state
-from wrappers.triage import outcome_advantages, whiten
+from agentenvs.wrappers.triage import online_state as triage_state
+from agentenvs.wrappers.triage import outcome_advantages, whiten
+
+import agentenvs  # noqa: F401 - registers the envs
+from agentenvs.core import Step, Trajectory
 
 estimate = METHODS["triage"].estimate  # the registry's one path, bound to triage
 
@@ -433,7 +433,7 @@ def test_vector_credit_wrapper_batches_groups_of_one_step():
 def test_hf_judge_with_the_tiny_model(tmp_path):
     pytest.importorskip("torch").set_num_threads(1)
     pytest.importorskip("transformers")
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     judge = make_judge(str(resolve_model("tiny")), max_new_tokens=8, batch_size=4)
     group = golden_group()
@@ -557,7 +557,7 @@ def test_a_judge_url_with_no_server_warns_then_raises():
 def test_credit_ppo_learns_with_triage():
     pytest.importorskip("stable_baselines3")
     pytest.importorskip("torch").set_num_threads(1)
-    from learners.sb3 import CreditPPO, make_credit_vec_env
+    from agentenvs.learners.sb3 import CreditPPO, make_credit_vec_env
 
     env = make_credit_vec_env(
         "agentenvs/SokobanDiscrete-v0", "triage", n_envs=2, group_size=2, seed=0

@@ -11,9 +11,9 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from agentenvs.wrappers import CreditWrapper, make_config, register_method, unregister_method
 
 import agentenvs  # noqa: F401
-from wrappers import CreditWrapper, make_config, register_method, unregister_method
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,10 +38,9 @@ def constant():
 @pytest.mark.integration
 def test_the_llm_trainer_updates_on_the_users_advantages(constant, tmp_path):
     pytest.importorskip("transformers")
+    from agentenvs.learners.llm.config import TrainConfig
+    from agentenvs.learners.llm.trainer import Trainer
     from llm_fixtures import tiny_policy
-
-    from learners.llm.config import TrainConfig
-    from learners.llm.trainer import Trainer
 
     def make_env():
         env = gym.make("agentenvs/Sokoban-v0", max_steps=2)
@@ -62,7 +61,7 @@ def test_the_llm_trainer_updates_on_the_users_advantages(constant, tmp_path):
 
 def test_creditppo_buffer_holds_the_users_advantages(constant):
     pytest.importorskip("stable_baselines3")
-    from learners.sb3 import CreditPPO, make_credit_vec_env
+    from agentenvs.learners.sb3 import CreditPPO, make_credit_vec_env
 
     env = make_credit_vec_env(
         "agentenvs/SokobanDiscrete-v0", "constant", n_envs=2, group_size=2, seed=0,
@@ -80,7 +79,7 @@ def test_the_flagship_script_takes_a_registered_name_and_its_options(tmp_path):
     pytest.importorskip("transformers")
     script = (
         "import runpy, sys, numpy as np, dataclasses\n"
-        "from wrappers import register_method\n"
+        "from agentenvs.wrappers import register_method\n"
         "@dataclasses.dataclass\n"
         "class C:\n"
         "    value: float = 0.0\n"

@@ -7,10 +7,7 @@ import dataclasses
 import gymnasium as gym
 import numpy as np
 import pytest
-
-import agentenvs
-from agentenvs.core import Step
-from wrappers import (
+from agentenvs.wrappers import (
     METHODS,
     CreditWrapper,
     GiGPOCreditWrapper,
@@ -20,6 +17,9 @@ from wrappers import (
     VectorCreditWrapper,
     credited_groups,
 )
+
+import agentenvs
+from agentenvs.core import Step
 
 ENV_ID = "agentenvs/Sokoban-v0"
 MOVES = ["up", "down", "left", "right"]
@@ -82,7 +82,7 @@ def test_single_env_group_of_eight(wrapper):
 USER_SNIPPET = """
 import gymnasium as gym
 import agentenvs                                  # registers the agentenvs/* ids
-from wrappers import GraphCreditWrapper
+from agentenvs.wrappers import GraphCreditWrapper
 
 env = GraphCreditWrapper(gym.make("agentenvs/ALFWorld-v0"), group_size=8)
 obs, info = env.reset(seed=0)
@@ -327,7 +327,7 @@ def test_graph_wrapper_on_alfworld():
 
 
 def test_outbox_is_bounded_and_warns_once():
-    from wrappers.recorder import GroupOutbox
+    from agentenvs.wrappers.recorder import GroupOutbox
 
     box = GroupOutbox(capacity=2)
     box.put(["a"])

@@ -11,11 +11,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-import agentenvs  # noqa: E402, F401
-from agentenvs.core import TrajectoryStore, read_groups  # noqa: E402
-from wrappers import CreditWrapper  # noqa: E402
-from wrappers.models.progress import make_estimator, sum_loss  # noqa: E402
-from wrappers.offline import (  # noqa: E402
+from agentenvs.wrappers import CreditWrapper  # noqa: E402
+from agentenvs.wrappers.models.progress import make_estimator, sum_loss  # noqa: E402
+from agentenvs.wrappers.offline import (  # noqa: E402
     HISRModels,
     SPAModels,
     collect_rollouts,
@@ -25,7 +23,10 @@ from wrappers.offline import (  # noqa: E402
     save_models,
     step_rewards,
 )
-from wrappers.spa import outcomes  # noqa: E402
+from agentenvs.wrappers.spa import outcomes  # noqa: E402
+
+import agentenvs  # noqa: E402, F401
+from agentenvs.core import TrajectoryStore, read_groups  # noqa: E402
 
 ENV_ID = "agentenvs/SokobanDiscrete-v0"
 TASKS = [f"seed-{i}" for i in range(12)]

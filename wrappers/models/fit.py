@@ -2,7 +2,7 @@
 
 This module holds :class:`FitReport` (what every ``fit`` returns) and :func:`fit_epochs`: loss
 before, ``epochs`` passes of mini-batch gradient steps, loss after. The progress estimators
-(:mod:`wrappers.models.progress`) and the hindsight scorers (:mod:`wrappers.models.hindsight`)
+(:mod:`agentenvs.wrappers.models.progress`) and the hindsight scorers (:mod:`agentenvs.wrappers.models.hindsight`)
 train through it; each supplies its loss over a set of rows and its own measure of the fit. torch
 is imported only when :func:`fit_epochs` runs.
 

@@ -12,7 +12,7 @@ Its ``unit`` says what it counts: ``"token"`` (a language model, teacher-forced 
 tokens) or ``"class"`` (one action class per turn). This module holds:
 
 * :class:`TurnRequest` - one turn to score (trajectory, turn index, outcome).
-* :class:`TurnScorer` - the protocol. A fit returns a :class:`wrappers.models.fit.FitReport` whose
+* :class:`TurnScorer` - the protocol. A fit returns a :class:`agentenvs.wrappers.models.fit.FitReport` whose
   losses are mean negative log-likelihoods per scoring unit (nats).
 * :class:`FeatureScorer` - a small torch classifier ``p(action class | features of the context)``
   for discrete or command-like actions (SokobanDiscrete with SB3, text envs without an LM).
@@ -47,11 +47,16 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from agentenvs.wrappers.batch import action_signature
+from agentenvs.wrappers.models.fit import FitReport, fit_epochs
+from agentenvs.wrappers.models.hf import (
+    check_model_dir,
+    default_device,
+    is_model_dir,
+    load_causal_lm,
+)
 
 from agentenvs.core import Trajectory
-from wrappers.batch import action_signature
-from wrappers.models.fit import FitReport, fit_epochs
-from wrappers.models.hf import check_model_dir, default_device, is_model_dir, load_causal_lm
 
 __all__ = [
     "VIEWS",
@@ -174,7 +179,7 @@ class FeatureScorer:
         hidden: hidden width. epochs, lr: full-batch Adam steps and rate of :meth:`fit`.
         seed: torch seed of the weights (deterministic).
 
-    Action classes are :func:`wrappers.batch.action_signature` of the step (the discrete action,
+    Action classes are :func:`agentenvs.wrappers.batch.action_signature` of the step (the discrete action,
     or the command of a text answer); the vocabulary grows at each :meth:`fit`. Class 0 stands for
     actions never seen in a fit. A turn's log-likelihood is the log-probability of its class, with
     1 scoring unit. The observation the action led to is *not* a feature: in a deterministic env it

@@ -1,7 +1,7 @@
 """Online state of the model-backed credit methods, kept apart from their configs.
 
-A config (:class:`~wrappers.SPAConfig`, :class:`~wrappers.HISRConfig`,
-:class:`~wrappers.TriageConfig`) is a frozen value: it names its models (a spec or an object) and
+A config (:class:`~agentenvs.wrappers.SPAConfig`, :class:`~agentenvs.wrappers.HISRConfig`,
+:class:`~agentenvs.wrappers.TriageConfig`) is a frozen value: it names its models (a spec or an object) and
 never builds or trains one. What a method builds and trains from it - models resolved from their
 specs, training buffers, a judge and its cache - is the method's *online state*, made by the
 method's ``State`` class on the first group credited with that config object and shared by every

@@ -1,7 +1,7 @@
 """Progress estimators: models that split a trajectory's outcome into per-step (or per-segment)
 contributions whose sum regresses onto the outcome (docs/spa.md, section 5).
 
-SPA (``wrappers.spa``) reads per-step contributions; HISR reads per-segment ones. Both train the
+SPA (``agentenvs.wrappers.spa``) reads per-step contributions; HISR reads per-segment ones. Both train the
 estimator on one signal only: each trajectory's contributions should *sum* to its target (mean
 squared error of the sum). The per-step split is not identified by that loss; each estimator's
 inductive bias (zero init, features, causal read-out) decides it.
@@ -20,8 +20,8 @@ This module holds:
 * :func:`check_ends`, :func:`sum_loss` - the unit layout and the loss all estimators share;
   :func:`hashed_bag_of_words` - the text features of :class:`FeatureProgressEstimator`.
 
-The protocol, :func:`check_ends` and :func:`sum_loss` live in :mod:`wrappers.models.progress_core`,
-:class:`HFProgressEstimator` in :mod:`wrappers.models.progress_hf`; this module re-exports them.
+The protocol, :func:`check_ends` and :func:`sum_loss` live in :mod:`agentenvs.wrappers.models.progress_core`,
+:class:`HFProgressEstimator` in :mod:`agentenvs.wrappers.models.progress_hf`; this module re-exports them.
 
 Units. ``ends=None`` makes every step a unit. Otherwise ``ends[i]`` lists the inclusive last step
 index of each segment of trajectory ``i``: strictly increasing, the last one ``n - 1``.
@@ -49,12 +49,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from agentenvs.core import Trajectory
-from wrappers.batch import action_signature, hashable_key
-from wrappers.models.fit import FitReport
-from wrappers.models.hf import is_model_dir
-from wrappers.models.progress_core import (
+from agentenvs.wrappers.batch import action_signature, hashable_key
+from agentenvs.wrappers.models.fit import FitReport
+from agentenvs.wrappers.models.hf import is_model_dir
+from agentenvs.wrappers.models.progress_core import (
     ProgressEstimator,
     _all_ends,
     _check_targets,
@@ -65,7 +63,9 @@ from wrappers.models.progress_core import (
     check_ends,
     sum_loss,
 )
-from wrappers.models.progress_hf import HFProgressEstimator
+from agentenvs.wrappers.models.progress_hf import HFProgressEstimator
+
+from agentenvs.core import Trajectory
 
 __all__ = [
     "ProgressEstimator",
@@ -90,7 +90,7 @@ class TabularProgressEstimator:
     """A weight per ``(unit index, unit signature)``; zero init; full-batch gradient descent.
 
     A unit's signature is the tuple of its steps' action signatures
-    (:func:`wrappers.batch.action_signature`; one step: a 1-tuple), preceded by the signatures of
+    (:func:`agentenvs.wrappers.batch.action_signature`; one step: a 1-tuple), preceded by the signatures of
     the ``history`` units before it when ``history > 0`` (so the weight can depend on earlier
     actions). Unseen keys read 0. Each :meth:`fit` runs ``iterations`` gradient steps of size
     ``lr`` on the mean squared sum error over all given trajectories, continuing from the current

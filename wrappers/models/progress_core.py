@@ -1,4 +1,4 @@
-"""The shared pieces of the progress estimators of :mod:`wrappers.models.progress` (docs/spa.md,
+"""The shared pieces of the progress estimators of :mod:`agentenvs.wrappers.models.progress` (docs/spa.md,
 section 5): what every estimator implements and the unit layout, targets and loss they share.
 
 This module holds:
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from agentenvs.wrappers.models.fit import FitReport, fit_epochs
 
 from agentenvs.core import Trajectory
-from wrappers.models.fit import FitReport, fit_epochs
 
 __all__ = ["ProgressEstimator", "check_ends", "sum_loss"]
 
@@ -33,7 +33,7 @@ class ProgressEstimator(Protocol):
     unit (steps when ``ends`` is ``None``, else segments). ``fit(trajectories, targets, ends=None,
     epochs=None)`` trains so that each trajectory's contributions sum to its target, for ``epochs``
     passes (``None``: the estimator's own setting; an online refit continues from the current
-    weights and needs few), and returns a :class:`~wrappers.models.fit.FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
+    weights and needs few), and returns a :class:`~agentenvs.wrappers.models.fit.FitReport`. ``trained`` is ``False`` until the first fit (or a loaded state).
     """
 
     trained: bool
@@ -140,7 +140,7 @@ def _fit_sums(
     **loop: Any,
 ) -> FitReport:
     """Train a torch estimator on the mean of ``errors(rows)`` (squared sum errors of those of its
-    ``m`` trajectories) through :func:`~wrappers.models.fit.fit_epochs`, for ``epochs`` passes
+    ``m`` trajectories) through :func:`~agentenvs.wrappers.models.fit.fit_epochs`, for ``epochs`` passes
     (``None``: its ``options["epochs"]``) in mini-batches of ``options["batch_size"]``; ``loop``:
     the loop's other options. Counts the fit and marks the estimator trained."""
     report = fit_epochs(

@@ -1,4 +1,4 @@
-"""The Hugging Face progress estimator of :mod:`wrappers.models.progress` (docs/spa.md, section 5).
+"""The Hugging Face progress estimator of :mod:`agentenvs.wrappers.models.progress` (docs/spa.md, section 5).
 
 This module holds:
 
@@ -15,11 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from agentenvs.wrappers.models.fit import FitReport
+from agentenvs.wrappers.models.hf import check_model_dir, default_device, load_causal_lm
+from agentenvs.wrappers.models.progress_core import (
+    _all_ends,
+    _check_targets,
+    _fit_sums,
+    _saved,
+    _torch_save,
+)
 
 from agentenvs.core import Trajectory
-from wrappers.models.fit import FitReport
-from wrappers.models.hf import check_model_dir, default_device, load_causal_lm
-from wrappers.models.progress_core import _all_ends, _check_targets, _fit_sums, _saved, _torch_save
 
 __all__ = ["HFProgressEstimator"]
 

@@ -227,7 +227,7 @@ def test_embedded_panel_oracle_wins_everything():
 def test_credit_wrapper_groups_searchqa_episodes(qa_file):
     """Rollouts of one question that gathered the same passages share a state (GiGPO/graph groups),
     and the winners get the larger advantages."""
-    from wrappers import GraphCreditWrapper
+    from agentenvs.wrappers import GraphCreditWrapper
 
     env = GraphCreditWrapper(
         gym.make("agentenvs/SearchQA-v0", qa_path=qa_file, split="test"), group_size=4

@@ -25,12 +25,12 @@ pytestmark = pytest.mark.reach
 pytest.importorskip("openenv")
 pytest.importorskip("uvicorn")
 
+from agentenvs.wrappers import GraphCreditWrapper  # noqa: E402
 from openenv.core import GenericEnvClient  # noqa: E402
 
 import agentenvs  # noqa: E402,F401  (registers the envs)
 from agentenvs.core import decode  # noqa: E402
 from agentenvs.serve.openenv import make_remote, make_server, serve_in_subprocess  # noqa: E402
-from wrappers import GraphCreditWrapper  # noqa: E402
 
 ENV = "agentenvs/Sokoban-v0"
 KWARGS = {"action_format": "plain"}

@@ -11,6 +11,9 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from agentenvs.wrappers import RolloutTreeCreditWrapper
+from agentenvs.wrappers.batch import StepBatch
+from agentenvs.wrappers.rtmc import RTMCConfig, diagnostics
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from swe_golden import BUG_PATCH, write_golden_task
@@ -19,9 +22,6 @@ import agentenvs  # noqa: F401  (registers the ids)
 from agentenvs.swe.env import SWEEnv
 from agentenvs.swe.sandbox import bwrap_available
 from agentenvs.swe.task import SWETask, embedded_tasks, load_task_dir, write_task_dir
-from wrappers import RolloutTreeCreditWrapper
-from wrappers.batch import StepBatch
-from wrappers.rtmc import RTMCConfig, diagnostics
 
 pytestmark = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed")
 

@@ -342,7 +342,7 @@ def test_gym_make_and_the_embedded_catalogue():
 
 def test_credit_wrappers_group_webshop_episodes(webshop_fixture_dir):
     """A group of rollouts of one goal shares state keys, so the graph method merges states."""
-    from wrappers import GraphCreditWrapper
+    from agentenvs.wrappers import GraphCreditWrapper
 
     env = GraphCreditWrapper(
         gym.make("agentenvs/WebShop-v0", data_path=webshop_fixture_dir, action_format="plain"),

@@ -8,11 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from agentenvs.learners.llm.intervals import Z95, bootstrap_paired, paired_difference, tango_paired
 from hypothesis import given
 from hypothesis import strategies as st
 from llm_fixtures import assert_intervals_in_range
-
-from learners.llm.intervals import Z95, bootstrap_paired, paired_difference, tango_paired
 
 
 def _score_by_likelihood(lost: int, gained: int, n: int, d: float) -> float:

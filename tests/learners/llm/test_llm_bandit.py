@@ -12,13 +12,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
+from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
+from agentenvs.learners.llm.warm_start import supervised_warm_start  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper  # noqa: E402
 from llm_fixtures import tiny_policy  # noqa: E402
 
 from agentenvs.core import SeedTaskIds, TaskPanel, TextAgentEnv, text_space  # noqa: E402
-from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.trainer import Trainer  # noqa: E402
-from learners.llm.warm_start import supervised_warm_start  # noqa: E402
-from wrappers import GraphCreditWrapper  # noqa: E402
 
 WORDS = ["up", "down", "left", "right"]
 

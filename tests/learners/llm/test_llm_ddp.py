@@ -27,14 +27,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
+from agentenvs.learners.llm.cursor import TaskCursor  # noqa: E402
+from agentenvs.learners.llm.distributed import Distributed  # noqa: E402
+from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper  # noqa: E402
 from llm_fixtures import tiny_policy  # noqa: E402
 
 from agentenvs.core import Step  # noqa: E402
-from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.cursor import TaskCursor  # noqa: E402
-from learners.llm.distributed import Distributed  # noqa: E402
-from learners.llm.trainer import Trainer  # noqa: E402
-from wrappers import GraphCreditWrapper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 

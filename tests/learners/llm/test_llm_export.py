@@ -9,11 +9,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
+from agentenvs.learners.llm.export import export_policy, merged_state_dict  # noqa: E402
+from agentenvs.learners.llm.policy import Policy  # noqa: E402
+from agentenvs.learners.llm.tiny import build_tiny_tokenizer, save_tiny  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
-
-from learners.llm.export import export_policy, merged_state_dict  # noqa: E402
-from learners.llm.policy import Policy  # noqa: E402
-from learners.llm.tiny import build_tiny_tokenizer, save_tiny  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -9,20 +9,20 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from llm_fixtures import tiny_policy  # noqa: E402
-
-from agentenvs.core import EpisodeMemory, GenericPrompt, Step, Trajectory  # noqa: E402
-from agentenvs.sokoban.prompts import CompactSokobanPrompt  # noqa: E402
-from learners.llm.generation import (  # noqa: E402
+from agentenvs.learners.llm.generation import (  # noqa: E402
     HFGenerator,
     Sample,
     response_end,
     trim_response,
 )
-from learners.llm.loss import token_logprobs  # noqa: E402
-from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
-from learners.llm.rollout import Response, Sampler, take_samples  # noqa: E402
-from learners.llm.tiny import build_tiny_tokenizer  # noqa: E402
+from agentenvs.learners.llm.loss import token_logprobs  # noqa: E402
+from agentenvs.learners.llm.policy import Policy, collate, response_logits  # noqa: E402
+from agentenvs.learners.llm.rollout import Response, Sampler, take_samples  # noqa: E402
+from agentenvs.learners.llm.tiny import build_tiny_tokenizer  # noqa: E402
+from llm_fixtures import tiny_policy  # noqa: E402
+
+from agentenvs.core import EpisodeMemory, GenericPrompt, Step, Trajectory  # noqa: E402
+from agentenvs.sokoban.prompts import CompactSokobanPrompt  # noqa: E402
 
 #: What the taught model says after the prompt's ``<think>`` prefix: an action, then more moves.
 CHATTY = "go</think><action>up</action> down left right up down"

@@ -29,15 +29,14 @@ pytestmark = [
 vllm = pytest.importorskip("vllm")
 
 import gymnasium as gym  # noqa: E402
-
-from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.export import export_policy  # noqa: E402
-from learners.llm.logprob_gap import logprob_gap  # noqa: E402
-from learners.llm.policy import load_policy, response_logprobs  # noqa: E402
-from learners.llm.tiny import save_tiny  # noqa: E402
-from learners.llm.trainer import Trainer  # noqa: E402
-from learners.llm.vllm_generator import VLLMGenerator  # noqa: E402
-from wrappers import GraphCreditWrapper  # noqa: E402
+from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
+from agentenvs.learners.llm.export import export_policy  # noqa: E402
+from agentenvs.learners.llm.logprob_gap import logprob_gap  # noqa: E402
+from agentenvs.learners.llm.policy import load_policy, response_logprobs  # noqa: E402
+from agentenvs.learners.llm.tiny import save_tiny  # noqa: E402
+from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
+from agentenvs.learners.llm.vllm_generator import VLLMGenerator  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper  # noqa: E402
 
 ENGINE = dict(gpu_memory_utilization=0.15, max_model_len=1024)
 #: Mean |vLLM - trainer| per token (nats) of an engine holding the trainer's weights (bf16 vs fp32).

@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from learners.llm.cli import MAIN_JOB_ENV, RECIPES
+from agentenvs.learners.llm.cli import MAIN_JOB_ENV, RECIPES
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")

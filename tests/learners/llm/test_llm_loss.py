@@ -7,10 +7,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from llm_fixtures import tiny_policy  # noqa: E402
-
-from learners.llm.generation import HFGenerator  # noqa: E402
-from learners.llm.loss import (  # noqa: E402
+from agentenvs.learners.llm.generation import HFGenerator  # noqa: E402
+from agentenvs.learners.llm.loss import (  # noqa: E402
     LOSS_AGG_MODES,
     aggregate,
     broadcast_advantages,
@@ -21,8 +19,9 @@ from learners.llm.loss import (  # noqa: E402
     ppo_token_losses,
     token_logprobs,
 )
-from learners.llm.policy import collate, response_logits  # noqa: E402
-from learners.llm.tiny import build_tiny_model  # noqa: E402
+from agentenvs.learners.llm.policy import collate, response_logits  # noqa: E402
+from agentenvs.learners.llm.tiny import build_tiny_model  # noqa: E402
+from llm_fixtures import tiny_policy  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

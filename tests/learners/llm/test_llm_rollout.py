@@ -9,14 +9,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from lost_worker import LostWorker  # noqa: E402
-
-import agentenvs  # noqa: E402,F401
-from agentenvs import make_group_vec_env  # noqa: E402
-from agentenvs.core import EpisodeMemory, GenericPrompt  # noqa: E402
-from learners.llm.generation import Sample  # noqa: E402
-from learners.llm.policy import Policy  # noqa: E402
-from learners.llm.rollout import (  # noqa: E402
+from agentenvs.learners.llm.generation import Sample  # noqa: E402
+from agentenvs.learners.llm.policy import Policy  # noqa: E402
+from agentenvs.learners.llm.rollout import (  # noqa: E402
     Response,
     Sampler,
     collect_parallel,
@@ -24,8 +19,13 @@ from learners.llm.rollout import (  # noqa: E402
     play_episodes,
     prompts_of,
 )
-from learners.llm.tiny import build_tiny_tokenizer  # noqa: E402
-from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
+from agentenvs.learners.llm.tiny import build_tiny_tokenizer  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
+from lost_worker import LostWorker  # noqa: E402
+
+import agentenvs  # noqa: E402,F401
+from agentenvs import make_group_vec_env  # noqa: E402
+from agentenvs.core import EpisodeMemory, GenericPrompt  # noqa: E402
 
 RIGHT = "<think>go</think><action>right</action>"
 

@@ -13,18 +13,18 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from agentenvs.learners.llm.callbacks import TrainerCallback  # noqa: E402
+from agentenvs.learners.llm.cli import parse_args, report_lines  # noqa: E402
+from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
+from agentenvs.learners.llm.generation import HFGenerator  # noqa: E402
+from agentenvs.learners.llm.loss import token_logprobs  # noqa: E402
+from agentenvs.learners.llm.policy import Policy, collate, response_logits  # noqa: E402
+from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
 from llm_fixtures import assert_intervals_in_range, tiny_policy  # noqa: E402
 
 import agentenvs  # noqa: E402
 from agentenvs.core import Step, TaskPanel, Trajectory, text_space  # noqa: E402
-from learners.llm.callbacks import TrainerCallback  # noqa: E402
-from learners.llm.cli import parse_args, report_lines  # noqa: E402
-from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.generation import HFGenerator  # noqa: E402
-from learners.llm.loss import token_logprobs  # noqa: E402
-from learners.llm.policy import Policy, collate, response_logits  # noqa: E402
-from learners.llm.trainer import Trainer  # noqa: E402
-from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -229,8 +229,8 @@ def _marked_episode(task: str, success: bool, marks: list[bool]) -> Trajectory:
 def test_goal_directed_episodes_get_a_rate_a_paired_gain_and_a_report_line(tmp_path):
     """Where the env marks goal-directed steps, evaluation outcomes carry whether an episode took
     one, rollout metrics their share, and the report their change with its interval."""
-    from learners.llm.evaluation import outcome_gains
-    from learners.llm.metrics import MetricsLogger, rollout_metrics
+    from agentenvs.learners.llm.evaluation import outcome_gains
+    from agentenvs.learners.llm.metrics import MetricsLogger, rollout_metrics
 
     before = [_marked_episode(t, False, [False, False]) for t in "abcd"]
     after = [_marked_episode(t, t == "a", [False, t != "d"]) for t in "abcd"]
@@ -422,7 +422,7 @@ def test_user_env_trains_with_the_generic_prompt(tmp_path):
 
 
 def test_format_warm_start_needs_admissible_actions():
-    from learners.llm.warm_start import supervised_warm_start
+    from agentenvs.learners.llm.warm_start import supervised_warm_start
 
     with pytest.raises(ValueError, match="admissible_actions"):
         supervised_warm_start(tiny_policy(), EchoEnv(), ["apple"], steps=1)
@@ -818,7 +818,7 @@ def test_reference_logprobs_come_from_one_pass_per_update(tmp_path, offload):
 
 @pytest.mark.integration
 def test_memory_warning_fires_only_when_the_plan_does_not_fit(tmp_path, monkeypatch):
-    import learners.llm.memcheck as memcheck
+    import agentenvs.learners.llm.memcheck as memcheck
 
     for budget, expected in ((2**20, True), (2**40, False)):
         monkeypatch.setattr(memcheck, "device_memory", lambda device, b=budget: b)
@@ -931,7 +931,7 @@ def test_eval_untrained_adds_its_lines_and_leaves_the_run_unchanged(tmp_path, ca
     """``--eval-untrained`` evaluates before the warm start (outcomes in ``--out/untrained``),
     prints the untrained -> trained lines, and the run's own lines are those of a run without it
     (the extra evaluation draws from a forked RNG)."""
-    from learners.llm.cli import main
+    from agentenvs.learners.llm.cli import main
 
     flags = [
         "--iterations",

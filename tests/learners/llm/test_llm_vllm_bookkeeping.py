@@ -19,19 +19,19 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from learners.llm.cli import MAIN_JOB_ENV, RECIPES, parse_args  # noqa: E402
-from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.policy import Policy  # noqa: E402
-from learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
-from learners.llm.trainer import Trainer, build_generator  # noqa: E402
-from learners.llm.vllm_generator import (  # noqa: E402
+from agentenvs.learners.llm.cli import MAIN_JOB_ENV, RECIPES, parse_args  # noqa: E402
+from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
+from agentenvs.learners.llm.policy import Policy  # noqa: E402
+from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
+from agentenvs.learners.llm.trainer import Trainer, build_generator  # noqa: E402
+from agentenvs.learners.llm.vllm_generator import (  # noqa: E402
     VLLMGenerator,
     check_vllm_version,
     prompt_logprobs_tail,
     samples_from_vllm,
     vllm_lora_rank,
 )
-from wrappers import GraphCreditWrapper  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

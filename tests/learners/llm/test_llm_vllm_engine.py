@@ -23,10 +23,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from learners.llm.logprob_gap import logprob_gap  # noqa: E402
-from learners.llm.policy import load_policy, response_logprobs  # noqa: E402
-from learners.llm.tiny import save_tiny  # noqa: E402
-from learners.llm.vllm_generator import VLLMGenerator  # noqa: E402
+from agentenvs.learners.llm.logprob_gap import logprob_gap  # noqa: E402
+from agentenvs.learners.llm.policy import load_policy, response_logprobs  # noqa: E402
+from agentenvs.learners.llm.tiny import save_tiny  # noqa: E402
+from agentenvs.learners.llm.vllm_generator import VLLMGenerator  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 

@@ -14,26 +14,26 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from llm_fixtures import tiny_policy, tiny_tokenizer  # noqa: E402
-
-import agentenvs  # noqa: E402
-from agentenvs.core import EpisodeMemory, TaskPanel, TextAgentEnv, text_space  # noqa: E402
-from agentenvs.core.prompting import agent_prompt_for  # noqa: E402
-from learners.llm.cli import parse_args  # noqa: E402
-from learners.llm.config import TrainConfig  # noqa: E402
-from learners.llm.generation import HFGenerator, Sample  # noqa: E402
-from learners.llm.policy import Policy  # noqa: E402
-from learners.llm.rollout import (  # noqa: E402
+from agentenvs.learners.llm.cli import parse_args  # noqa: E402
+from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
+from agentenvs.learners.llm.generation import HFGenerator, Sample  # noqa: E402
+from agentenvs.learners.llm.policy import Policy  # noqa: E402
+from agentenvs.learners.llm.rollout import (  # noqa: E402
     Sampler,
     collect_parallel,
     play_episodes,
     prompt_ids,
     prompts_of,
 )
-from learners.llm.tiny import build_tiny_model  # noqa: E402
-from learners.llm.trainer import Trainer  # noqa: E402
-from learners.llm.warm_start import collect_states, supervised_warm_start  # noqa: E402
-from wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
+from agentenvs.learners.llm.tiny import build_tiny_model  # noqa: E402
+from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
+from agentenvs.learners.llm.warm_start import collect_states, supervised_warm_start  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
+from llm_fixtures import tiny_policy, tiny_tokenizer  # noqa: E402
+
+import agentenvs  # noqa: E402
+from agentenvs.core import EpisodeMemory, TaskPanel, TextAgentEnv, text_space  # noqa: E402
+from agentenvs.core.prompting import agent_prompt_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

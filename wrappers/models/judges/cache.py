@@ -1,10 +1,10 @@
 """A bounded, thread-safe least-recently-used cache of judge results, keyed on the request.
 
-This module holds :class:`JudgeCache`. A :class:`~wrappers.models.judges.request.JudgeRequest` is frozen
+This module holds :class:`JudgeCache`. A :class:`~agentenvs.wrappers.models.judges.request.JudgeRequest` is frozen
 and hashable and holds everything that shapes the prompt, so equal requests get the stored result:
 re-runs are deterministic and cost no judge calls.
 
->>> from wrappers.models.judges.request import JudgeRequest, JudgeResult, StepView
+>>> from agentenvs.wrappers.models.judges.request import JudgeRequest, JudgeResult, StepView
 >>> cache = JudgeCache(maxsize=1)
 >>> a = JudgeRequest("t", (), StepView("up", "o"), ())
 >>> cache.put(a, JudgeResult(None))
@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from wrappers.models.judges.request import JudgeRequest, JudgeResult
+from agentenvs.wrappers.models.judges.request import JudgeRequest, JudgeResult
 
 __all__ = ["JudgeCache"]
 

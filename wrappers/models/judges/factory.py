@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from wrappers.models.hf import is_model_dir
-from wrappers.models.judges.request import Judge
+from agentenvs.wrappers.models.hf import is_model_dir
+from agentenvs.wrappers.models.judges.request import Judge
 
 __all__ = ["make_judge", "check_judge_spec", "JudgeSpec"]
 
@@ -44,22 +44,22 @@ def check_judge_spec(spec: JudgeSpec) -> None:
 
 def make_judge(spec: JudgeSpec, **options: Any) -> Judge:
     """The judge ``spec`` names: a judge object as it is; ``"oracle"`` ->
-    :class:`~wrappers.models.judges.oracle.OracleJudge`; an http(s) URL ->
-    :class:`~wrappers.models.judges.http.HTTPJudge`; a model directory ->
-    :class:`~wrappers.models.judges.hf.HFJudge` (loads the model). ``options`` go to the judge's
+    :class:`~agentenvs.wrappers.models.judges.oracle.OracleJudge`; an http(s) URL ->
+    :class:`~agentenvs.wrappers.models.judges.http.HTTPJudge`; a model directory ->
+    :class:`~agentenvs.wrappers.models.judges.hf.HFJudge` (loads the model). ``options`` go to the judge's
     constructor."""
     check_judge_spec(spec)
     if isinstance(spec, Judge):
         return spec
     text = str(spec)
     if text == "oracle":
-        from wrappers.models.judges.oracle import OracleJudge
+        from agentenvs.wrappers.models.judges.oracle import OracleJudge
 
         return OracleJudge(**options)
     if text.startswith(("http://", "https://")):
-        from wrappers.models.judges.http import HTTPJudge
+        from agentenvs.wrappers.models.judges.http import HTTPJudge
 
         return HTTPJudge(text, **options)
-    from wrappers.models.judges.hf import HFJudge
+    from agentenvs.wrappers.models.judges.hf import HFJudge
 
     return HFJudge(Path(text).expanduser(), **options)

@@ -1,7 +1,7 @@
 """A judge that runs a local Hugging Face causal LM (transformers), batched and greedy.
 
 This module holds :class:`HFJudge`. torch and transformers are imported when the judge is built,
-never at ``import wrappers``. Decoding is in docs/triage.md, section 5.
+never at ``import agentenvs.wrappers``. Decoding is in docs/triage.md, section 5.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from wrappers.models.hf import default_device, load_causal_lm
-from wrappers.models.judges.prompt import judge_messages, parse_judge_output
-from wrappers.models.judges.request import JudgeRequest, JudgeResult, JudgeUsage
+from agentenvs.wrappers.models.hf import default_device, load_causal_lm
+from agentenvs.wrappers.models.judges.prompt import judge_messages, parse_judge_output
+from agentenvs.wrappers.models.judges.request import JudgeRequest, JudgeResult, JudgeUsage
 
 __all__ = ["HFJudge"]
 
@@ -30,7 +30,7 @@ class HFJudge:
         thinking: passed to the chat template as ``enable_thinking`` (Qwen3 templates read it;
             others ignore it).
 
-    The prompt is :func:`~wrappers.models.judges.prompt.judge_messages` rendered with the tokenizer's
+    The prompt is :func:`~agentenvs.wrappers.models.judges.prompt.judge_messages` rendered with the tokenizer's
     chat template when it has one (plain text otherwise). Decoding is greedy. Each result counts
     its prompt tokens plus the tokens generated up to the end-of-sequence token. A batch that
     fails to generate (e.g. out of memory) gives ``role=None`` for its requests; it does not

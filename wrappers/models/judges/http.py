@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from wrappers.models.judges.prompt import judge_messages, parse_judge_output
-from wrappers.models.judges.request import JudgeRequest, JudgeResult, JudgeUsage
+from agentenvs.wrappers.models.judges.prompt import judge_messages, parse_judge_output
+from agentenvs.wrappers.models.judges.request import JudgeRequest, JudgeResult, JudgeUsage
 
 __all__ = ["HTTPJudge", "JudgeFallbackWarning", "chat_completions_url"]
 

@@ -1,11 +1,11 @@
 """A privileged rule-based judge: roles from the env's task progress and the trajectory's structure.
 
 This module holds :class:`OracleJudge` and :func:`oracle_role` (the rule table of docs/triage.md,
-section 7, applied to one step's :class:`~wrappers.models.judges.request.StepFacts`). It needs no model and
-no network: it is the default judge of :class:`~wrappers.triage.TriageConfig`, and it reads what a
+section 7, applied to one step's :class:`~agentenvs.wrappers.models.judges.request.StepFacts`). It needs no model and
+no network: it is the default judge of :class:`~agentenvs.wrappers.triage.TriageConfig`, and it reads what a
 model judge never sees (``Step.progress``, state keys, action validity).
 
->>> from wrappers.models.judges.request import StepFacts
+>>> from agentenvs.wrappers.models.judges.request import StepFacts
 >>> oracle_role(StepFacts(0.5, True, None, False, True, True))
 (<Role.D: 'D'>, 'progress rose by 0.5')
 >>> oracle_role(StepFacts(None, True, 2, False, False, False))
@@ -17,8 +17,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from wrappers.models.judges.request import JudgeRequest, JudgeResult, JudgeUsage, StepFacts
-from wrappers.models.judges.roles import ROLE_REWARDS, Role
+from agentenvs.wrappers.models.judges.request import (
+    JudgeRequest,
+    JudgeResult,
+    JudgeUsage,
+    StepFacts,
+)
+from agentenvs.wrappers.models.judges.roles import ROLE_REWARDS, Role
 
 __all__ = ["OracleJudge", "oracle_role"]
 
@@ -60,7 +65,7 @@ def oracle_role(facts: StepFacts) -> tuple[Role, str]:
 class OracleJudge:
     """Labels every request with :func:`oracle_role` of its ``facts``.
 
-    In ``"scalar"`` mode the score is the role's default reward (:data:`~wrappers.models.judges.roles.
+    In ``"scalar"`` mode the score is the role's default reward (:data:`~agentenvs.wrappers.models.judges.roles.
     ROLE_REWARDS`). A request without facts gets ``role=None`` (the fallback). Keeps
     :attr:`usage` (no tokens).
     """

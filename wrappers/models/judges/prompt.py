@@ -1,9 +1,9 @@
 """The judge's rubric prompt and a tolerant parser of its answer.
 
-This module holds :func:`build_judge_prompt` (a :class:`~wrappers.models.judges.request.JudgeRequest` ->
+This module holds :func:`build_judge_prompt` (a :class:`~agentenvs.wrappers.models.judges.request.JudgeRequest` ->
 the prompt text: rubric, calibration rules, the window, the output format),
 :func:`judge_messages` (the same as a chat: one user message) and :func:`parse_judge_output`
-(answer text -> :class:`~wrappers.models.judges.request.JudgeResult`). The prompt structure and the parser
+(answer text -> :class:`~agentenvs.wrappers.models.judges.request.JudgeResult`). The prompt structure and the parser
 rules are in docs/triage.md, sections 5 and 6.
 
 >>> parse_judge_output('I think it explores. {"labels": ["E", "R"], "evidence": ["a", "b"]}', 1)
@@ -18,8 +18,8 @@ import json
 import math
 from typing import Any
 
-from wrappers.models.judges.request import JudgeRequest, JudgeResult, StepView
-from wrappers.models.judges.roles import parse_role
+from agentenvs.wrappers.models.judges.request import JudgeRequest, JudgeResult, StepView
+from agentenvs.wrappers.models.judges.roles import parse_role
 
 __all__ = ["build_judge_prompt", "judge_messages", "parse_judge_output"]
 
@@ -150,7 +150,7 @@ def parse_judge_output(text: str, current_index: int, max_chars: int = 20_000) -
     The last JSON object in the text counts (reasoning before it is ignored; of several objects,
     the one that ends last; only the last ``max_chars`` characters are read). Its ``"labels"``
     (also ``"label"`` or ``"role"``): a single label, a one-item list, or a list from which item
-    ``current_index`` is taken. A label is a role letter or name (:func:`~wrappers.models.judges.roles.
+    ``current_index`` is taken. A label is a role letter or name (:func:`~agentenvs.wrappers.models.judges.roles.
     parse_role`); anything else gives ``role=None``. ``"evidence"`` is picked the same way,
     ``"score"`` is read as a number clipped to [-1, 1], and numbers under ``"aux"`` are kept.
     """

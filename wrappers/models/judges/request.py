@@ -4,7 +4,7 @@ This module holds:
 
 * :class:`StepView` - one ``(action, observation)`` pair as a judge sees it (text).
 * :class:`StepFacts` - privileged facts about the current step, read only by rule-based judges
-  (:class:`~wrappers.models.judges.oracle.OracleJudge`); never rendered into a prompt.
+  (:class:`~agentenvs.wrappers.models.judges.oracle.OracleJudge`); never rendered into a prompt.
 * :class:`JudgeRequest` - task text, up to ``window_prev`` earlier views, the current view, up to
   ``window_future`` later views. It has no reward, success or outcome field, by design.
 * :class:`JudgeResult` - a role (or ``None``: fallback), evidence, an optional score and the
@@ -31,10 +31,11 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from agentenvs.wrappers.batch import action_signature, hashable_key
+from agentenvs.wrappers.models.judges.roles import Role
+from agentenvs.wrappers.rewards import next_observations
+
 from agentenvs.core import Trajectory
-from wrappers.batch import action_signature, hashable_key
-from wrappers.models.judges.roles import Role
-from wrappers.rewards import next_observations
 
 __all__ = [
     "StepView",
