@@ -77,32 +77,54 @@ if "AGENTENVS_CACHE" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["AGENTENVS_CACHE"], True)
 
 
-class PackageDoctests(DoctestModule):
-    """The doctests of one module of ours, imported under its installed name."""
+def _installed_name(path: Path) -> str | None:
+    """``wrappers/batch.py`` -> ``agentenvs.wrappers.batch``; ``None`` outside our packages."""
+    if not path.is_relative_to(ROOT) or path.suffix != ".py":
+        return None
+    folder, *parts = path.relative_to(ROOT).with_suffix("").parts
+    if folder not in PACKAGES or not parts:
+        return None
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([PACKAGES[folder], *parts])
+
+
+class _InstalledName:
+    """A module node that imports its file under the installed name."""
 
     def _getobj(self):
-        folder, *parts = self.path.relative_to(ROOT).with_suffix("").parts
-        if parts and parts[-1] == "__init__":
-            parts.pop()
-        return importlib.import_module(".".join([PACKAGES[folder], *parts]))
+        return importlib.import_module(_installed_name(self.path))
+
+
+class PackageDoctests(_InstalledName, DoctestModule):
+    """The doctests of one module of ours."""
+
+
+class PackageModule(_InstalledName, pytest.Module):
+    """A module of ours named on the command line (``pytest wrappers/batch.py``)."""
+
+
+def _mapped(path: Path) -> bool:
+    """Under ``wrappers/`` or ``learners/``, whose folder name is not the import name."""
+    return path.is_relative_to(ROOT) and path.relative_to(ROOT).parts[:1] in (
+        ("wrappers",),
+        ("learners",),
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path, parent):
     """``wrappers/`` and ``learners/`` as plain folders: a ``Package`` node would import their
     ``__init__.py`` under the folder's name."""
-    if path.is_relative_to(ROOT) and path.relative_to(ROOT).parts[:1] in (
-        ("wrappers",),
-        ("learners",),
-    ):
-        return pytest.Dir.from_parent(parent, path=path)
-    return None
+    return pytest.Dir.from_parent(parent, path=path) if _mapped(path) else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    return PackageModule.from_parent(parent, path=module_path) if _mapped(module_path) else None
 
 
 def pytest_collect_file(file_path, parent):
-    rel = file_path.relative_to(ROOT) if file_path.is_relative_to(ROOT) else None
-    if rel is None or file_path.suffix != ".py" or rel.parts[0] not in PACKAGES:
-        return None
-    if file_path.name in ("__main__.py", "conftest.py"):
+    if _installed_name(file_path) is None or file_path.name in ("__main__.py", "conftest.py"):
         return None
     return PackageDoctests.from_parent(parent, path=file_path)

@@ -50,12 +50,59 @@ Memory
 * :mod:`~agentenvs.learners.llm.memcheck` - the trainer's warning when a run will not fit.
 
 What it may import: ``agentenvs`` (its core contract: steps, trajectories, prompts, store,
-vector infos), gymnasium, numpy and the ``llm`` extra's libraries; never ``wrappers`` (credit
-arrives through the envs' ``info``) and nothing that imports it. Inside, the trainer imports its
-parts; the parts never import the trainer (the callbacks name it for type checkers only), and the
-planner imports nothing of the learner's.
+vector infos), gymnasium, numpy and the ``llm`` extra's libraries; never
+:mod:`agentenvs.wrappers` (credit arrives through the envs' ``info``) and nothing that imports
+it. Inside, the trainer imports its parts; the parts never import the trainer (the callbacks name
+it for type checkers only), and the planner imports nothing of the learner's.
+
+The package exports what a training script touches: :class:`TrainConfig` (imported eagerly, it
+needs no torch), and, imported on first use (they need the ``llm`` extra), :class:`Trainer`,
+:class:`TrainerCallback`, :class:`Policy`, :func:`load_policy`, :func:`resolve_model` and
+:func:`export_policy`:
+
+>>> from agentenvs.learners.llm import TrainConfig, Trainer
+>>> Trainer.__module__
+'agentenvs.learners.llm.trainer'
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from agentenvs.learners.llm.config import TrainConfig
+
+if TYPE_CHECKING:
+    from agentenvs.learners.llm.callbacks import TrainerCallback
+    from agentenvs.learners.llm.export import export_policy
+    from agentenvs.learners.llm.models import resolve_model
+    from agentenvs.learners.llm.policy import Policy, load_policy
+    from agentenvs.learners.llm.trainer import Trainer
+
+#: Exported name -> the module that defines it (imported by :func:`__getattr__` on first use).
+_LAZY = {
+    "Trainer": "trainer",
+    "TrainerCallback": "callbacks",
+    "Policy": "policy",
+    "load_policy": "policy",
+    "resolve_model": "models",
+    "export_policy": "export",
+}
+__all__ = [
+    "TrainConfig",
+    "Trainer",
+    "TrainerCallback",
+    "Policy",
+    "load_policy",
+    "resolve_model",
+    "export_policy",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
 
 __all__ = ["TrainConfig"]
