@@ -37,7 +37,7 @@ from agentenvs.wrappers.registry import STATE_KEY_POLICIES, CreditMethod, get_me
 from agentenvs.wrappers.state import CreditState
 
 from agentenvs.core import Trajectory, TrajectoryStore
-from agentenvs.vector import DEFAULT_GROUP_SIZE, GroupedVectorEnv, check_group_size
+from agentenvs.vector import DEFAULT_GROUP_SIZE, check_group_size
 
 __all__ = ["group_id", "group_size_of", "GroupAssembler"]
 
@@ -52,9 +52,12 @@ def group_id(task_id: str, serial: int) -> str:
 
 
 def group_size_of(env: gym.Env | gym.vector.VectorEnv) -> int:
-    """The group size of ``env``: its credit wrapper's (a :class:`~agentenvs.wrappers.CreditWrapper`
-    or :class:`~agentenvs.wrappers.VectorCreditWrapper` anywhere in its wrapper chain), else its
-    :class:`~agentenvs.GroupedVectorEnv`'s block size.
+    """The group size of ``env``: the ``group_size`` of the outermost layer of its wrapper chain
+    that has one. A :class:`~agentenvs.wrappers.CreditWrapper` or
+    :class:`~agentenvs.wrappers.VectorCreditWrapper` (its assembler's), a
+    :class:`~agentenvs.GroupedVectorEnv` (its block size), or a credit wrapper of one's own that
+    declares an int ``group_size`` (what the learners need of a wrapper that hands out groups in
+    ``info["credit"]``).
 
     Every part of the project that needs a group size reads it here; there is no fallback. Where
     a group size is not given, the one default is :data:`agentenvs.vector.DEFAULT_GROUP_SIZE`
@@ -74,11 +77,9 @@ def group_size_of(env: gym.Env | gym.vector.VectorEnv) -> int:
     """
     inner: Any = env
     while True:
-        assembler = getattr(inner, "__dict__", {}).get("_assembler")
-        if isinstance(assembler, GroupAssembler):  # a credit wrapper, single or vector
-            return assembler.group_size
-        if isinstance(inner, GroupedVectorEnv):
-            return inner.group_size
+        declared = getattr(inner, "group_size", None)  # wrappers do not forward attributes
+        if declared is not None:
+            return check_group_size(declared)
         if not isinstance(inner, (gym.Wrapper, gym.vector.VectorWrapper)):
             break
         inner = inner.env
