@@ -1,7 +1,10 @@
 """Group-structured vector envs: blocks of ``group_size`` sub-envs that share one task per episode.
 
-This module holds :class:`GroupedVectorEnv`, :func:`make_group_vec_env` and :func:`sub_info`
-(one sub-env's info from a vector env's batched ``infos``).
+This module holds :class:`GroupedVectorEnv`, :func:`make_group_vec_env`, :func:`sub_info`
+(one sub-env's info from a vector env's batched ``infos``), :func:`check_group_size` and
+:data:`DEFAULT_GROUP_SIZE`, the one default of every ``group_size`` in the project (the credit
+wrappers, :func:`make_group_vec_env`, the learners' env builders); read an env's group size with
+:func:`agentenvs.wrappers.group_size_of`.
 
 Sub-env ``i`` belongs to block ``i // group_size``. All members of a block get the same
 ``task_stream_seed``, so their k-th episodes play the same task from the same initial state, whatever
@@ -26,7 +29,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["GroupedVectorEnv", "make_group_vec_env", "sub_info", "check_group_size"]
+__all__ = [
+    "GroupedVectorEnv",
+    "make_group_vec_env",
+    "sub_info",
+    "check_group_size",
+    "DEFAULT_GROUP_SIZE",
+]
+
+#: Episodes (or sub-envs) per group wherever a group size is not given: 8, a common GRPO group.
+DEFAULT_GROUP_SIZE = 8
 
 
 def check_group_size(group_size: Any, name: str = "group_size") -> int:
@@ -98,7 +110,7 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
 def make_group_vec_env(
     env_id: str,
     num_groups: int,
-    group_size: int,
+    group_size: int = DEFAULT_GROUP_SIZE,
     vectorization_mode: str = "sync",
     vector_kwargs: dict[str, Any] | None = None,
     **env_kwargs: Any,
@@ -108,7 +120,7 @@ def make_group_vec_env(
     Args:
         env_id: a registered id, e.g. ``"agentenvs/Sokoban-v0"``.
         num_groups: number of blocks (distinct tasks played at once).
-        group_size: sub-envs per block (rollouts per task).
+        group_size: sub-envs per block (rollouts per task; default :data:`DEFAULT_GROUP_SIZE`).
         vectorization_mode: ``"sync"``, ``"async"`` (Gymnasium's) or ``"ray"``
             (:class:`~agentenvs.ray_vector.RayVectorEnv`: sub-envs in Ray actors).
         vector_kwargs: keyword arguments of the vector env (for ``"ray"``: ``num_workers``,

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 import agentenvs
+from agentenvs.vector import DEFAULT_GROUP_SIZE
 
 
 def main() -> None:
@@ -22,7 +23,7 @@ def main() -> None:
     )
     parser.add_argument("--env", default="agentenvs/Sokoban-v0")
     parser.add_argument("--groups", type=int, default=64, help="groups (tasks) to finish")
-    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--group-size", type=int, default=DEFAULT_GROUP_SIZE)
     parser.add_argument("--parallel-groups", type=int, default=4, help="blocks played at once")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

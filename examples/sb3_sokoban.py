@@ -30,6 +30,7 @@ from agentenvs.wrappers import (
 from stable_baselines3.common.env_util import make_vec_env
 
 import agentenvs  # noqa: F401  (registers the agentenvs/* ids)
+from agentenvs.vector import DEFAULT_GROUP_SIZE
 
 ENV_ID = "agentenvs/SokobanDiscrete-v0"
 WRAPPERS = {
@@ -46,7 +47,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100_000, help="env steps of training")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-envs", type=int, default=8)
-    parser.add_argument("--group-size", type=int, default=8, help="episodes per task (M)")
+    parser.add_argument(
+        "--group-size", type=int, default=DEFAULT_GROUP_SIZE, help="episodes per task (M)"
+    )
     parser.add_argument("--test-rooms", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args()

@@ -69,13 +69,13 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "agentenvs.learners.sb3 needs stable-baselines3 and torch: pip install 'agentenvs[sb3]'"
     ) from err
 
-from agentenvs.wrappers import METHODS, CreditWrapper
+from agentenvs.wrappers import METHODS, CreditState, CreditWrapper
 from agentenvs.wrappers.rewards import reward_to_go
 from agentenvs.wrappers.stats import gae
 
 from agentenvs.core import Trajectory, episode_success
 from agentenvs.ray_vector import RayVectorEnv
-from agentenvs.vector import sub_info
+from agentenvs.vector import DEFAULT_GROUP_SIZE, sub_info
 
 __all__ = [
     "CreditPPO",
@@ -402,9 +402,13 @@ class _HandOverCredit(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def _credit_env(env: gym.Env, group_size: int, config: Any, method: str) -> gym.Env:
+def _credit_env(
+    env: gym.Env, group_size: int, config: Any, method: str, state: CreditState | None = None
+) -> gym.Env:
     """``env`` in the credit wrapper of ``method``, handing its groups over uncopied."""
-    return _HandOverCredit(CreditWrapper(env, group_size=group_size, config=config, method=method))
+    return _HandOverCredit(
+        CreditWrapper(env, group_size=group_size, config=config, method=method, state=state)
+    )
 
 
 def _credit_method(env: VecEnv) -> str:
@@ -433,12 +437,13 @@ def make_credit_vec_env(
     env_id: str | Callable[..., gym.Env],
     credit: str,
     n_envs: int = 8,
-    group_size: int = 8,
+    group_size: int = DEFAULT_GROUP_SIZE,
     config: Any = None,
     seed: int | None = None,
     env_kwargs: dict[str, Any] | None = None,
     vec_env_cls: type[VecEnv] | None = None,
     vec_env_kwargs: dict[str, Any] | None = None,
+    state: CreditState | None = None,
 ) -> VecEnv:
     """``n_envs`` sub-envs (``Monitor`` inside), each in the credit wrapper of method ``credit``.
 
@@ -447,19 +452,29 @@ def make_credit_vec_env(
         credit: a key of :data:`agentenvs.wrappers.METHODS` (``"grpo"``, ``"gigpo"``, ``"graph"``,
             ``"rtmc"``) or ``"gae"`` for no wrapper (plain PPO).
         n_envs: sub-envs; each plays its own groups of ``group_size`` episodes of one task.
-        group_size: episodes per group (M).
+        group_size: episodes per group (M; default :data:`agentenvs.vector.DEFAULT_GROUP_SIZE`).
         config: the method's config (``None``: its defaults).
         seed: sub-env ``i`` is first reset with ``seed + i`` (distinct task streams).
         env_kwargs: keyword arguments for the env.
         vec_env_cls: SB3 ``VecEnv`` class (default ``DummyVecEnv``; :class:`RayVecEnv` for Ray).
         vec_env_kwargs: its keyword arguments (e.g. ``{"num_workers": 8}``).
+        state: the :class:`~agentenvs.wrappers.CreditState` every sub-env's wrapper credits with
+            (``None``: one fresh state for all of them), so that a model-backed method trains one
+            estimator on every sub-env's groups. Sub-envs in other processes (Ray, subprocess)
+            each get their own copy.
     """
     if credit != "gae" and credit not in METHODS:
         raise ValueError(f"unknown credit {credit!r}; choose 'gae' or one of {sorted(METHODS)}")
     wrapper = None if credit == "gae" else _credit_env
-    wrapper_kwargs = (
-        None if credit == "gae" else {"group_size": group_size, "config": config, "method": credit}
-    )
+    wrapper_kwargs = None
+    if credit != "gae":
+        shared = state if state is not None else CreditState()
+        wrapper_kwargs = {
+            "group_size": group_size,
+            "config": config,
+            "method": credit,
+            "state": shared,
+        }
     return make_vec_env(
         env_id,
         n_envs=n_envs,

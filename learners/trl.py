@@ -42,7 +42,8 @@ import torch
 from agentenvs.learners.llm.env_source import CreditedEnvs
 from agentenvs.learners.llm.generation import HFGenerator
 from agentenvs.learners.llm.policy import Policy
-from agentenvs.learners.llm.rollout import Sampler, group_size_of
+from agentenvs.learners.llm.rollout import Sampler
+from agentenvs.wrappers import group_size_of
 from agentenvs.wrappers.grpo import GRPOConfig as CreditGRPOConfig
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
@@ -175,7 +176,7 @@ class CreditGRPOTrainer(GRPOTrainer):
         self.envs = CreditedEnvs(
             [env_fn] * (per_call // args.num_generations), None, prompt_style, history_length
         )
-        sizes = {group_size_of(env, 0) for env in self.envs.envs}
+        sizes = {group_size_of(env) for env in self.envs.envs}
         if sizes != {args.num_generations}:
             raise ValueError(
                 f"env_fn must make a credit wrapper with group_size={args.num_generations} "

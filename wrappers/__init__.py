@@ -9,7 +9,8 @@ graph has no cycle (tested).
 Each method is an estimator module registered in one open registry (:mod:`agentenvs.wrappers.methods`
 registers the built-ins; the structural ones are pure numpy; the model-based ones, TRIAGE, HISR
 and SPA, have ``needs_model=True``: their frozen config names a model that their online state
-builds and trains, from :mod:`agentenvs.wrappers.models`):
+builds and trains, from :mod:`agentenvs.wrappers.models`; the wrapper owns that state, a
+:class:`CreditState`):
 
 * :mod:`agentenvs.wrappers.grpo` - GRPO outcome advantage (:class:`GRPOConfig`), method ``"grpo"``.
 * :mod:`agentenvs.wrappers.gigpo` - GiGPO anchor-state step groups (:class:`GiGPOConfig`), ``"gigpo"``.
@@ -37,7 +38,10 @@ through the one path of the registry: :func:`estimate` returns advantages,
   :class:`ProgressCreditWrapper`.
 * :mod:`agentenvs.wrappers.vector` - :class:`VectorCreditWrapper` over a grouped vector env, and
   :func:`credited_groups` (the groups in a step's ``infos``).
-* :mod:`agentenvs.wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`).
+* :mod:`agentenvs.wrappers.state` - :class:`CreditState`, the online state a wrapper owns (fresh per
+  wrapper unless passed in as ``state=``; ``state_dict()`` / ``load_state_dict()`` for checkpoints).
+* :mod:`agentenvs.wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`,
+  :func:`group_size_of`: the one way to read an env's group size).
 * :mod:`agentenvs.wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
 * :mod:`agentenvs.wrappers.batch`, :mod:`agentenvs.wrappers.stats`, :mod:`agentenvs.wrappers.matching` - estimator internals.
 * :mod:`agentenvs.wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
@@ -45,7 +49,7 @@ through the one path of the registry: :func:`estimate` returns advantages,
 * :mod:`agentenvs.wrappers.offline` - the SPA / HISR papers' pipeline: reference rollouts into the store,
   models fitted offline, saved, and frozen in a config that hands out rewards for a critic.
 * :mod:`agentenvs.wrappers.models` - the model-backed parts (progress estimators, hindsight scorers,
-  judges, the shared fit loop, the online-state map, loading a local Hugging Face causal LM).
+  judges, the shared fit loop, loading a local Hugging Face causal LM).
 
 The wrappers repeat a task for a group, record the steps and emit credited trajectories in
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.
@@ -73,7 +77,7 @@ from agentenvs.wrappers.base import (
 from agentenvs.wrappers.batch import StepBatch
 from agentenvs.wrappers.gigpo import GiGPOConfig
 from agentenvs.wrappers.graphgpo import GraphGPOConfig
-from agentenvs.wrappers.grouping import group_id
+from agentenvs.wrappers.grouping import group_id, group_size_of
 from agentenvs.wrappers.grpo import GRPOConfig
 from agentenvs.wrappers.hisr import HISRConfig
 from agentenvs.wrappers.registry import (
@@ -96,6 +100,7 @@ from agentenvs.wrappers.registry import (
 )
 from agentenvs.wrappers.rtmc import RTMCConfig
 from agentenvs.wrappers.spa import SPAConfig
+from agentenvs.wrappers.state import CreditState
 from agentenvs.wrappers.triage import TriageConfig
 from agentenvs.wrappers.vector import VectorCreditWrapper, credited_groups
 
@@ -110,6 +115,7 @@ __all__ = [
     "ProgressCreditWrapper",
     "VectorCreditWrapper",
     "credited_groups",
+    "CreditState",
     "StepBatch",
     "GRPOConfig",
     "GiGPOConfig",
@@ -135,4 +141,5 @@ __all__ = [
     "env_preset",
     "states_only",
     "group_id",
+    "group_size_of",
 ]

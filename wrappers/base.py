@@ -17,6 +17,9 @@ The wrappers follow Gymnasium's wrapper protocol: they are generic ``gym.Wrapper
 record their constructor arguments (``gymnasium.utils.RecordConstructorArgs``), so
 ``env.spec.additional_wrappers`` lists them and ``gym.make(env.spec)`` rebuilds the wrapped env.
 The recorded ``config`` is the config object itself, not a copy (a config may hold a model).
+The wrapper's :class:`~agentenvs.wrappers.state.CreditState` (``credit_state``: the online state of
+a model-backed method) is never recorded: ``gym.make(env.spec)`` rebuilds the wrapper with a fresh
+one, and wrappers share one only when it is passed to each as ``state=``.
 
 >>> import gymnasium as gym, agentenvs
 >>> env = GraphCreditWrapper(gym.make("agentenvs/Sokoban-v0", action_format="plain"), group_size=2)
@@ -34,6 +37,8 @@ The recorded ``config`` is the config object itself, not a copy (a config may ho
 >>> again = gym.make(env.spec)
 >>> type(again).__name__, again.method, again.group_size, again.config == env.config
 ('GraphCreditWrapper', 'graphgpo', 2, True)
+>>> again.credit_state is env.credit_state, env.credit_state
+(False, CreditState('graphgpo'))
 
 Any registered method, by name or alias, and a named wrapper of one's own in one line:
 
@@ -52,9 +57,11 @@ import gymnasium as gym
 from agentenvs.wrappers.grouping import GroupAssembler
 from agentenvs.wrappers.recorder import EpisodeRecorder
 from agentenvs.wrappers.registry import _bind_wrapper, _generic_wrapper, canonical_name, get_method
+from agentenvs.wrappers.state import CreditState
 from gymnasium.core import ActType, ObsType
 
 from agentenvs.core import Trajectory, TrajectoryStore
+from agentenvs.vector import DEFAULT_GROUP_SIZE
 from agentenvs.workers import rng_state_of
 
 __all__ = [
@@ -85,7 +92,8 @@ class CreditWrapper(
             ``"grpo"``, which needs nothing from the env but the outcome, as does
             :class:`~agentenvs.wrappers.VectorCreditWrapper`).
         config: the method's config (default config when ``None``).
-        group_size: episodes per group (M), >= 1 (keyword-only, like every option after
+        group_size: episodes per group (M), >= 1, default
+            :data:`~agentenvs.vector.DEFAULT_GROUP_SIZE` (8) (keyword-only, like every option after
             ``config``: the signature is :class:`~agentenvs.wrappers.VectorCreditWrapper`'s, which takes its
             group size from the grouped vector env).
         store: a :class:`~agentenvs.core.TrajectoryStore` that gets every credited group right
@@ -94,6 +102,10 @@ class CreditWrapper(
         state_keys: ``"required"`` (default): a method that matches states (GiGPO, GraphGPO,
             RTMC) raises ``ValueError`` on a group whose steps have no ``info["state_key"]``;
             ``"none"``: run it anyway, with a warning (it then gives GRPO's advantages).
+        state: the :class:`~agentenvs.wrappers.state.CreditState` to credit with (the online
+            state of TRIAGE, HISR and SPA: models, buffers, caches); ``None`` (default): a fresh
+            one. Pass one state to several wrappers (same method and config) to train one
+            estimator on all their groups.
 
     Raises:
         ValueError: ``env`` already has a credit wrapper (both would write ``info["credit"]``).
@@ -102,7 +114,8 @@ class CreditWrapper(
         method: the method name as given (an alias stays an alias);
             ``credit_method`` is the registry entry, resolved once here and kept
             (``credit_method.name`` the canonical name).
-        config: the method's config in use. group_size: episodes per group.
+        config: the method's config in use. group_size: episodes per group (read-only).
+        credit_state: the :class:`~agentenvs.wrappers.state.CreditState` in use (in ``repr``).
 
     Resetting in the middle of an episode abandons that episode (it is not part of any group); once
     a group has a finished episode, every reset replays its task. An explicit
@@ -129,9 +142,10 @@ class CreditWrapper(
         method: str | None = None,
         config: Any = None,
         *,
-        group_size: int = 8,
+        group_size: int = DEFAULT_GROUP_SIZE,
         store: TrajectoryStore | None = None,
         state_keys: str = "required",
+        state: CreditState | None = None,
     ) -> None:
         method = method or type(self).method
         self.credit_method, config = get_method(method, config)
@@ -147,13 +161,24 @@ class CreditWrapper(
         )
         gym.Wrapper.__init__(self, env)
         self._assembler = GroupAssembler(
-            group_size, self.credit_method, config, store=store, state_keys=state_keys
+            group_size, self.credit_method, config, store=store, state_keys=state_keys, state=state
         )
         self.method = method
         self.config = config
-        self.group_size = group_size
+        self.credit_state = self._assembler.state
         self._recorder = EpisodeRecorder()
         self._group_task: str | None = None
+
+    @property
+    def group_size(self) -> int:
+        """Episodes per group (kept by the wrapper's group assembler; read-only)."""
+        return self._assembler.group_size
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__}{self.env} method={self.credit_method.name!r} "
+            f"group_size={self.group_size} state={self.credit_state!r}>"
+        )
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -1,6 +1,7 @@
 """Assembling credited groups: the one path shared by the single-env and the vector wrappers.
 
-This module holds :func:`group_id` (the id format) and :class:`GroupAssembler`, which collects the
+This module holds :func:`group_id` (the id format), :func:`group_size_of` (the one way to read an
+env's group size) and :class:`GroupAssembler`, which collects the
 finished member trajectories of open groups, checks that each group plays one task, gives the group
 and its members their ids, credits it with the resolved method (:meth:`~agentenvs.wrappers.registry.CreditMethod.assign`), puts the group into the
 bounded outbox (:class:`~agentenvs.wrappers.recorder.GroupOutbox`), appends it to the optional
@@ -30,13 +31,15 @@ import warnings
 from collections.abc import Callable, Hashable
 from typing import Any
 
+import gymnasium as gym
 from agentenvs.wrappers.recorder import GroupOutbox
 from agentenvs.wrappers.registry import STATE_KEY_POLICIES, CreditMethod, get_method
+from agentenvs.wrappers.state import CreditState
 
 from agentenvs.core import Trajectory, TrajectoryStore
-from agentenvs.vector import check_group_size
+from agentenvs.vector import DEFAULT_GROUP_SIZE, check_group_size
 
-__all__ = ["group_id", "GroupAssembler"]
+__all__ = ["group_id", "group_size_of", "GroupAssembler"]
 
 
 def group_id(task_id: str, serial: int) -> str:
@@ -46,6 +49,46 @@ def group_id(task_id: str, serial: int) -> str:
     'seed-3#12'
     """
     return f"{task_id}#{serial}"
+
+
+def group_size_of(env: gym.Env | gym.vector.VectorEnv) -> int:
+    """The group size of ``env``: the ``group_size`` of the outermost layer of its wrapper chain
+    that has one. A :class:`~agentenvs.wrappers.CreditWrapper` or
+    :class:`~agentenvs.wrappers.VectorCreditWrapper` (its assembler's), a
+    :class:`~agentenvs.GroupedVectorEnv` (its block size), or a credit wrapper of one's own that
+    declares an int ``group_size`` (what the learners need of a wrapper that hands out groups in
+    ``info["credit"]``).
+
+    Every part of the project that needs a group size reads it here; there is no fallback. Where
+    a group size is not given, the one default is :data:`agentenvs.vector.DEFAULT_GROUP_SIZE`
+    (8), which the wrappers and env builders use.
+
+    Raises:
+        ValueError: ``env`` has neither (an env without credit has no group size).
+
+    >>> import gymnasium as gym, agentenvs
+    >>> from agentenvs.wrappers import CreditWrapper
+    >>> group_size_of(CreditWrapper(gym.make("agentenvs/Sokoban-v0"))), DEFAULT_GROUP_SIZE
+    (8, 8)
+    >>> group_size_of(gym.make("agentenvs/Sokoban-v0"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: OrderEnforcing has no group size: ...
+    """
+    inner: Any = env
+    while True:
+        declared = getattr(inner, "group_size", None)  # wrappers do not forward attributes
+        if declared is not None:
+            return check_group_size(declared)
+        if not isinstance(inner, (gym.Wrapper, gym.vector.VectorWrapper)):
+            break
+        inner = inner.env
+    raise ValueError(
+        f"{type(env).__name__} has no group size: wrap the env in a credit wrapper "
+        "(agentenvs.wrappers.CreditWrapper(env, group_size=...), default "
+        f"agentenvs.vector.DEFAULT_GROUP_SIZE = {DEFAULT_GROUP_SIZE}), or build a grouped "
+        "vector env (agentenvs.make_group_vec_env) under a VectorCreditWrapper"
+    )
 
 
 class GroupAssembler:
@@ -60,6 +103,11 @@ class GroupAssembler:
         store: where every credited group is also appended, right after it is credited (``None``:
             nowhere); the assembler does not close it.
         state_keys: ``"required"`` or ``"none"`` (:func:`~agentenvs.wrappers.registry.assign_advantages`).
+        state: the :class:`~agentenvs.wrappers.state.CreditState` the method credits with
+            (``None``: a fresh one); bound here to the method and config.
+
+    The assembler is where a wrapper's group size lives (``group_size``; the wrappers read it
+    from here, and :func:`group_size_of` reads it from them).
 
     ``group_size`` must be an int >= 1 (``TypeError`` / ``ValueError`` otherwise); 1 warns, since a
     group of one episode gives every group-relative term 0 (GRPO, GiGPO, GraphGPO and RTMC then
@@ -78,6 +126,7 @@ class GroupAssembler:
         capacity: int = 256,
         store: TrajectoryStore | None = None,
         state_keys: str = "required",
+        state: CreditState | None = None,
     ) -> None:
         group_size = check_group_size(group_size)
         if isinstance(method, CreditMethod):
@@ -93,6 +142,9 @@ class GroupAssembler:
         if state_keys not in STATE_KEY_POLICIES:
             raise ValueError(f"state_keys must be one of {STATE_KEY_POLICIES}, got {state_keys!r}")
         self.state_keys = state_keys
+        self.state = (state if state is not None else CreditState()).bind(
+            self.credit_method, self.config
+        )
         self.group_size = group_size
         self.serial = 0  # groups credited so far
         self.outbox = GroupOutbox(capacity)
@@ -142,7 +194,7 @@ class GroupAssembler:
         put them into the outbox (and the store)."""
         if not groups:
             return
-        self.credit_method.assign(groups, self.config, state_keys=self.state_keys)
+        self.credit_method.assign(groups, self.config, state_keys=self.state_keys, state=self.state)
         for group in groups:
             self.outbox.put(group)
             if self.store is not None:

@@ -18,7 +18,8 @@ This module holds:
 * :func:`trajectory_rewards` - the per-step fused rewards of trajectories (models consulted,
   diagnostics and costs written); :func:`estimate_batch` - advantages (trajectories: :func:`agentenvs.wrappers.estimate`).
 * :class:`OnlineTrainer` - the bounded buffer and refits behind ``HISRConfig.online``;
-  :class:`HISRState` - the online state of a config (its models and trainer), :data:`online_state`.
+  :class:`HISRState` - the online state of a config (its models and trainer), kept in the
+  wrapper's :class:`~agentenvs.wrappers.state.CreditState`.
 
 >>> import numpy as np
 >>> out = hisr_rewards(np.array([0.1, 0.2, 0.1, 0.6]), np.log([0.904837, 1.221403, 1.105171,
@@ -47,7 +48,6 @@ from agentenvs.wrappers.models.hindsight import (
     trajectory_outcome,
     turn_requests,
 )
-from agentenvs.wrappers.models.online import OnlineStates
 from agentenvs.wrappers.models.progress import check_estimator_spec, make_estimator
 from agentenvs.wrappers.rewards import grounding, group_relative_returns
 from agentenvs.wrappers.segments import Segments, make_segmenter, per_turn, segment, segment_ends
@@ -73,7 +73,6 @@ __all__ = [
     "trajectory_rewards",
     "OnlineTrainer",
     "HISRState",
-    "online_state",
     "estimate_batch",
 ]
 
@@ -108,7 +107,8 @@ class HISRConfig:
     ``segmenter`` (:func:`agentenvs.wrappers.segments.make_segmenter`), ``sprm``
     (:func:`agentenvs.wrappers.models.progress.make_estimator`), ``hindsight`` and ``policy_scorer``
     (:func:`agentenvs.wrappers.models.hindsight.make_scorer`). A spec is checked here; the models are built,
-    and trained online, by the method's online state (:class:`HISRState`, :data:`online_state`).
+    and trained online, by the method's online state (:class:`HISRState`, in the wrapper's
+    :class:`~agentenvs.wrappers.state.CreditState`).
     """
 
     beta: float = 0.3
@@ -352,18 +352,18 @@ def behaviour_loglik(step: Any) -> tuple[float, int] | None:
     return float(values.sum()), int(values.size)
 
 
-def _segments_of(trajectory: Trajectory, config: HISRConfig) -> Segments:
+def _segments_of(trajectory: Trajectory, config: HISRConfig, models: HISRState) -> Segments:
     if not config.use_segments:
         return per_turn(trajectory)
-    return segment(trajectory, online_state(config).segmenter)
+    return segment(trajectory, models.segmenter)
 
 
 def _sprm_rewards(
-    trajs: Sequence[Trajectory], segs: Sequence[Segments], config: HISRConfig
+    trajs: Sequence[Trajectory], segs: Sequence[Segments], config: HISRConfig, models: HISRState
 ) -> tuple[list[np.ndarray], bool]:
     """Segment rewards per trajectory, and whether the untrained fallback gave them (the whole
     outcome on the last segment)."""
-    sprm = online_state(config).sprm
+    sprm = models.sprm
     if not sprm.trained:
         out = []
         for t, s in zip(trajs, segs, strict=True):
@@ -375,10 +375,9 @@ def _sprm_rewards(
     return [np.asarray(c, np.float64) for c in sprm.contributions(trajs, ends)], False
 
 
-def _policy_side(requests: Sequence[TurnRequest], config: HISRConfig) -> str:
+def _policy_side(requests: Sequence[TurnRequest], config: HISRConfig, models: HISRState) -> str:
     """``"behaviour"`` or ``"scorer"``: where the policy likelihoods of ``requests`` come from."""
     carried = all(behaviour_loglik(r.trajectory.steps[r.turn]) is not None for r in requests)
-    models = online_state(config)
     hindsight, policy = models.hindsight.unit, models.policy_scorer.unit
     source = config.policy_source
     if source == "auto":
@@ -394,13 +393,12 @@ def _policy_side(requests: Sequence[TurnRequest], config: HISRConfig) -> str:
 
 
 def _log_importance(
-    requests: Sequence[TurnRequest], config: HISRConfig
+    requests: Sequence[TurnRequest], config: HISRConfig, models: HISRState
 ) -> tuple[np.ndarray | None, str, float, int]:
     """``log z`` of each request (``None`` when a needed scorer is untrained), the policy side,
     the scoring seconds and the units scored."""
     start = time.perf_counter()
-    side = _policy_side(requests, config)
-    models = online_state(config)
+    side = _policy_side(requests, config, models)
     if not models.hindsight.trained or (side == "scorer" and not models.policy_scorer.trained):
         return None, side, 0.0, 0
     hind = np.array(models.hindsight.score(requests), np.float64).reshape(-1, 2)
@@ -417,9 +415,13 @@ def _log_importance(
 
 
 def trajectory_rewards(
-    trajectories: Sequence[Trajectory], config: HISRConfig | None = None
+    trajectories: Sequence[Trajectory],
+    config: HISRConfig | None = None,
+    online: HISRState | None = None,
 ) -> list[np.ndarray]:
-    """HISR's fused per-step rewards, one float64 array per trajectory.
+    """HISR's fused per-step rewards, one float64 array per trajectory, with the models of
+    ``online`` (``None``: a fresh :class:`HISRState` of ``config``; models given to the config
+    as objects are those objects).
 
     Writes ``step.extras["hisr"]`` (``segment``, ``importance`` = ``z(a_k)``, ``segment_reward``
     = the SPRM's ``R_hat_i``, ``modulated`` = ``R_him_i``, ``grounding``, ``reward``) and adds
@@ -427,10 +429,11 @@ def trajectory_rewards(
     ``scorer_tokens``, ``sprm_seconds``, ``sprm_fallbacks``, ``hindsight_fallbacks``).
     """
     config = config or HISRConfig()
+    models = online if online is not None else HISRState(config)
     trajs = [t for t in trajectories if t.steps]
-    segs = [_segments_of(t, config) for t in trajs]
+    segs = [_segments_of(t, config, models) for t in trajs]
     start = time.perf_counter()
-    r_hats, sprm_fallback = _sprm_rewards(trajs, segs, config)
+    r_hats, sprm_fallback = _sprm_rewards(trajs, segs, config, models)
     sprm_seconds = (time.perf_counter() - start) / max(len(trajs), 1)
     # turn importances, for trajectories of more than one segment only (one segment: z_hat = [1])
     modulated = [i for i, s in enumerate(segs) if config.use_hindsight and len(s) > 1]
@@ -441,7 +444,7 @@ def trajectory_rewards(
     ]
     log_z_all, seconds, units = None, 0.0, 0
     if requests:
-        log_z_all, _, seconds, units = _log_importance(requests, config)
+        log_z_all, _, seconds, units = _log_importance(requests, config, models)
     share = seconds / max(len(modulated), 1)
     log_z: dict[int, np.ndarray] = {}
     if log_z_all is not None:
@@ -503,10 +506,14 @@ class OnlineTrainer:
         self.fits = 0
 
     def observe(
-        self, trajectories: Sequence[Trajectory], n_groups: int, config: HISRConfig
+        self,
+        trajectories: Sequence[Trajectory],
+        n_groups: int,
+        config: HISRConfig,
+        models: HISRState,
     ) -> dict[str, float]:
-        """Buffer ``trajectories`` (``n_groups`` groups); refit when due. Returns the fit losses
-        (after the fit) and seconds, empty when nothing was fitted."""
+        """Buffer ``trajectories`` (``n_groups`` groups); refit ``models`` when due. Returns the
+        fit losses (after the fit) and seconds, empty when nothing was fitted."""
         self.buffer.extend(t for t in trajectories if t.steps)
         before = self.groups // config.refit_every
         self.groups += n_groups
@@ -516,25 +523,39 @@ class OnlineTrainer:
         data = list(self.buffer)
         report: dict[str, float] = {}
         targets = [trajectory_outcome(t, config.outcome) for t in data]
-        ends = [segment_ends(_segments_of(t, config)) for t in data]
+        ends = [segment_ends(_segments_of(t, config, models)) for t in data]
         passes = config.refit_epochs if self.fits else None  # the first fit: the models' own
-        models = online_state(config)
         report["sprm_loss"] = models.sprm.fit(data, targets, ends, epochs=passes).loss_after
         if config.use_hindsight:
             requests = turn_requests(data, config.outcome)
             report["hindsight_loss"] = models.hindsight.fit(requests, epochs=passes).loss_after
-            if _policy_side(requests, config) == "scorer":
+            if _policy_side(requests, config, models) == "scorer":
                 fitted = models.policy_scorer.fit(requests, epochs=passes)
                 report["policy_loss"] = fitted.loss_after
         report["fit_seconds"] = time.perf_counter() - start
         self.fits += 1
         return report
 
+    def state_dict(self) -> dict[str, Any]:
+        """The buffered trajectories and the counts."""
+        return {"buffer": list(self.buffer), "groups": self.groups, "fits": self.fits}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.buffer.clear()
+        self.buffer.extend(state["buffer"])
+        self.groups, self.fits = int(state["groups"]), int(state["fits"])
+
+
+#: The trained models of :class:`HISRState`, in the order its saved state lists them.
+_MODELS = ("sprm", "hindsight", "policy_scorer")
+
 
 class HISRState:
     """HISR's online state for one config: its models built from their specs (``segmenter``,
     ``sprm``, ``hindsight``, ``policy_scorer``) and ``trainer`` (an :class:`OnlineTrainer` of
-    ``config.buffer_size``)."""
+    ``config.buffer_size``). The registry makes it in the wrapper's
+    :class:`~agentenvs.wrappers.state.CreditState` on the first group credited; its saved state
+    is the trained models' weights and the trainer's buffer (a segmenter is a plain function)."""
 
     def __init__(self, config: HISRConfig) -> None:
         self.segmenter = make_segmenter(config.segmenter)
@@ -543,14 +564,43 @@ class HISRState:
         self.policy_scorer = make_scorer(config.policy_scorer, "policy")
         self.trainer = OnlineTrainer(config.buffer_size)
 
+    def state_dict(self) -> dict[str, Any]:
+        """Each trained model's ``state_dict()`` (``None`` while untrained) and the trainer's.
 
-#: ``online_state(config)``: the :class:`HISRState` of a config object (made on first use).
-online_state: OnlineStates[HISRConfig, HISRState] = OnlineStates(HISRState)
+        Raises:
+            TypeError: a trained model has no ``state_dict`` (it cannot be saved).
+        """
+        state: dict[str, Any] = {"trainer": self.trainer.state_dict()}
+        for name in _MODELS:
+            model = getattr(self, name)
+            if not model.trained:
+                state[name] = None
+            elif not callable(getattr(model, "state_dict", None)):
+                raise TypeError(f"HISR's {name} {model!r} is trained but has no state_dict()")
+            else:
+                state[name] = model.state_dict()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name in _MODELS:
+            if state.get(name) is not None:
+                getattr(self, name).load_state_dict(state[name])
+        self.trainer.load_state_dict(state["trainer"])
+
+    def __repr__(self) -> str:
+        trained = [name for name in _MODELS if getattr(self, name).trained]
+        return (
+            f"HISRState(trained={trained}, buffered={len(self.trainer.buffer)}, "
+            f"fits={self.trainer.fits})"
+        )
 
 
 # -- advantages ----------------------------------------------------------------------------------------
-def estimate_batch(batch: StepBatch, config: HISRConfig | None = None) -> np.ndarray:
-    """HISR advantages of a batch, float64 ``(n_steps,)`` (docs/hisr.md, section 4.6).
+def estimate_batch(
+    batch: StepBatch, config: HISRConfig | None = None, online: HISRState | None = None
+) -> np.ndarray:
+    """HISR advantages of a batch, float64 ``(n_steps,)`` (docs/hisr.md, section 4.6), with the
+    models of ``online`` (the registry passes the wrapper's state; ``None``: a fresh one).
 
     Needs ``batch.trajectories``. Rewards come from :func:`trajectory_rewards`; with
     ``advantage="group_relative"`` each group's reward-to-go (``gamma``) is normalised over its
@@ -562,7 +612,8 @@ def estimate_batch(batch: StepBatch, config: HISRConfig | None = None) -> np.nda
     trajs = batch.trajectories
     if trajs is None:
         raise ValueError("HISR reads the trajectories of a batch: build it with from_trajectories")
-    rewards = trajectory_rewards(trajs, config)
+    models = online if online is not None else HISRState(config)
+    rewards = trajectory_rewards(trajs, config, models)
     if config.advantage == "rewards":
         values = rewards
     else:
@@ -574,7 +625,7 @@ def estimate_batch(batch: StepBatch, config: HISRConfig | None = None) -> np.nda
             for i, adv in zip(members, normed, strict=True):
                 values[i] = adv
     if config.online and trajs:
-        fitted = online_state(config).trainer.observe(trajs, batch.n_groups, config)
+        fitted = models.trainer.observe(trajs, batch.n_groups, config, models)
         costs = trajs[0].info.setdefault("credit", {})
         for key, value in fitted.items():
             costs[key] = costs.get(key, 0.0) + value

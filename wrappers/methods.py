@@ -3,7 +3,9 @@
 This module holds no code of its own: it imports each estimator module and registers it through
 :func:`~agentenvs.wrappers.registry.register_method`. The structural methods (GRPO, GiGPO, GraphGPO, RTMC)
 are pure numpy; TRIAGE, HISR and SPA consult a model or judge (``needs_model=True``), whose
-implementations live in :mod:`agentenvs.wrappers.models` and import torch only when a model is built.
+implementations live in :mod:`agentenvs.wrappers.models` and import torch only when a model is built;
+each registers its online-state class (``online_state=``), which the wrapper's
+:class:`~agentenvs.wrappers.state.CreditState` holds.
 ``wrappers/__init__`` imports this module, so any ``import agentenvs.wrappers...`` registers them.
 
 >>> from agentenvs.wrappers.registry import METHODS
@@ -43,10 +45,10 @@ register_method(
     signature=config_signature,
     columns=rtmc.BATCH_COLUMNS,
 )
-for _module, _config in (
-    (triage, triage.TriageConfig),
-    (hisr, hisr.HISRConfig),
-    (spa, spa.SPAConfig),
+for _module, _config, _state in (
+    (triage, triage.TriageConfig, triage.TriageState),
+    (hisr, hisr.HISRConfig, hisr.HISRState),
+    (spa, spa.SPAConfig, spa.SPAState),
 ):
     register_method(
         _module.__name__.rsplit(".", 1)[1],
@@ -55,4 +57,5 @@ for _module, _config in (
         signature=states_only,
         columns=_module.BATCH_COLUMNS,
         needs_model=True,
+        online_state=_state,
     )

@@ -22,6 +22,11 @@ hands it the generic wrapper class), so nothing here points back at its importer
 * :func:`make_config` - a method's config from keyword options (what a command line gives).
 * :func:`config_signature`, :func:`states_only` - the two signature rules the built-ins use.
 
+A model-backed method also registers an ``online_state`` factory, ``(config) -> state object``:
+its estimator is then called ``estimate_batch(batch, config, online)`` with the object a
+:class:`~agentenvs.wrappers.state.CreditState` holds for it (the wrapper's, or the ``state=``
+given to :func:`estimate` / :func:`assign_advantages`; a fresh one per call when none is given).
+
 Built-in methods (canonical name = module name), their aliases and ``needs_model``:
 
 ============  ==========================  ======================  =======  ===========
@@ -87,8 +92,10 @@ from agentenvs.wrappers.batch import (
     default_signature,
     state_signature,
 )
+from agentenvs.wrappers.state import CreditState
 
 from agentenvs.core import Trajectory
+from agentenvs.vector import DEFAULT_GROUP_SIZE
 
 if TYPE_CHECKING:  # the wrapper classes import this module
     import gymnasium as gym
@@ -178,6 +185,10 @@ class CreditMethod:
             :data:`~agentenvs.wrappers.batch.COLUMNS`; the others are not built, which saves time).
         needs_model: the method consults a model or judge (TRIAGE, HISR, SPA); ``False`` for a
             pure function of the group's states, actions and rewards (what a viewer may re-run).
+        online_state: ``(config) -> object`` building the method's online state (an object with
+            ``state_dict()`` / ``load_state_dict()``), kept in a
+            :class:`~agentenvs.wrappers.state.CreditState` and passed to the estimator as its
+            third argument; ``None`` (the structural methods): the estimator takes two.
 
     An entry unpacks as the pair ``(estimate, config)`` (``estimate, Config = METHODS["grpo"]``).
     """
@@ -190,6 +201,7 @@ class CreditMethod:
     wrapper: type | None = None
     columns: tuple[str, ...] = COLUMNS
     needs_model: bool = False
+    online_state: Callable[[Any], Any] | None = None
 
     def check_config(self, config: Any = None) -> Any:
         """``config``, or the default config when ``None``; ``TypeError`` for another class."""
@@ -207,10 +219,12 @@ class CreditMethod:
         config: Any = None,
         *,
         state_keys: str = "required",
+        state: CreditState | None = None,
     ) -> list[np.ndarray]:
         """Advantages of ``trajectories`` (grouped by ``group_id``), one float64 array each, in
-        order; the trajectories are not changed."""
-        return self._advantages(list(trajectories), self.check_config(config), None, state_keys)
+        order; the trajectories are not changed. ``state``: see :func:`estimate`."""
+        config = self.check_config(config)
+        return self._advantages(list(trajectories), config, None, state_keys, state)
 
     def assign(
         self,
@@ -218,6 +232,7 @@ class CreditMethod:
         config: Any = None,
         *,
         state_keys: str = "required",
+        state: CreditState | None = None,
     ) -> None:
         """Write ``step.advantage`` into every step of ``groups`` (each inner sequence one group,
         whatever its ``group_id``), in place; see :func:`assign_advantages`."""
@@ -229,7 +244,7 @@ class CreditMethod:
             )
         trajectories = [t for g in groups for t in g]
         index = [i for i, g in enumerate(groups) for _ in g]
-        advantages = self._advantages(trajectories, config, index, state_keys)
+        advantages = self._advantages(trajectories, config, index, state_keys, state)
         for traj, adv in zip(trajectories, advantages, strict=True):
             for step, a in zip(traj.steps, adv.tolist(), strict=True):
                 step.advantage = a
@@ -240,15 +255,28 @@ class CreditMethod:
         config: Any,
         groups: Sequence[int] | None,
         state_keys: str,
+        state: CreditState | None,
     ) -> list[np.ndarray]:
         """The one path from trajectories to advantages: batch, run (checked), split."""
         if not trajectories:
             return []
         batch = self.batch(trajectories, config, groups)
-        return batch.split(self.run(batch, config, state_keys=state_keys))
+        return batch.split(self.run(batch, config, state_keys=state_keys, state=state))
 
-    def run(self, batch: StepBatch, config: Any, *, state_keys: str = "required") -> np.ndarray:
+    def run(
+        self,
+        batch: StepBatch,
+        config: Any,
+        *,
+        state_keys: str = "required",
+        state: CreditState | None = None,
+    ) -> np.ndarray:
         """The estimator's float64 ``(batch.n_steps,)`` advantages, checked.
+
+        A method with an ``online_state`` gets ``state``'s part for it (``None``: a fresh
+        :class:`~agentenvs.wrappers.state.CreditState`, dropped after the call); the others do not
+        use ``state``. A given ``state`` is bound to this method and config (``ValueError`` when
+        it serves another).
 
         Raises:
             ValueError: the method reads ``StepBatch.state`` (``"state"`` in :attr:`columns`) but
@@ -267,7 +295,14 @@ class CreditMethod:
                 MissingStateKeyWarning,
                 stacklevel=3,
             )
-        values = np.asarray(self.estimate_batch(batch, config), dtype=np.float64)
+        if self.online_state is None:
+            if state is not None:
+                state.bind(self, config)  # unused, but it serves this method alone
+            values = self.estimate_batch(batch, config)
+        else:
+            online = (state if state is not None else CreditState()).get(self, config)
+            values = self.estimate_batch(batch, config, online)  # type: ignore[call-arg]
+        values = np.asarray(values, dtype=np.float64)
         if values.shape != (batch.n_steps,):
             raise ValueError(
                 f"credit method {self.name!r} returned advantages of shape {values.shape} for a "
@@ -289,8 +324,11 @@ class CreditMethod:
             trajectories, signature=self.signature(config), groups=groups, columns=self.columns
         )
 
-    def wrap(self, env: gym.Env, group_size: int = 8, config: Any = None) -> gym.Env:
-        """``env`` in this method's wrapper (its named class, else :class:`~agentenvs.wrappers.CreditWrapper`)."""
+    def wrap(
+        self, env: gym.Env, group_size: int = DEFAULT_GROUP_SIZE, config: Any = None
+    ) -> gym.Env:
+        """``env`` in this method's wrapper (its named class, else :class:`~agentenvs.wrappers.CreditWrapper`),
+        with a fresh :class:`~agentenvs.wrappers.state.CreditState`."""
         wrapper = self.wrapper or _generic_wrapper[0]
         return wrapper(env, group_size=group_size, config=config, method=self.name)
 
@@ -330,6 +368,7 @@ def register_method(
     wrapper: type | None = None,
     columns: Iterable[str] = COLUMNS,
     needs_model: bool = False,
+    online_state: Callable[[Any], Any] | None = None,
     replace: bool = False,
 ) -> CreditMethod:
     """Add a credit method to the registry and return its entry.
@@ -347,6 +386,10 @@ def register_method(
         columns: the :class:`StepBatch` columns the estimator reads (default: all of
             :data:`~agentenvs.wrappers.batch.COLUMNS`).
         needs_model: the method consults a model or judge (:attr:`CreditMethod.needs_model`).
+        online_state: ``(config) -> object``, the method's online state (its models, buffers,
+            caches), kept in the wrapper's :class:`~agentenvs.wrappers.state.CreditState`; the
+            estimator is then called ``estimate_batch(batch, config, online)``
+            (:attr:`CreditMethod.online_state`).
         replace: free the names (``name`` and ``aliases``) that are already taken first: an alias
             alone, a canonical name with its whole method. Without it a taken name raises
             ``ValueError``.
@@ -356,6 +399,8 @@ def register_method(
         raise ValueError(f"a method name must be a non-empty string, got {name!r}")
     if not callable(estimate_batch) or not callable(signature):
         raise TypeError("estimate_batch and signature must be callables")
+    if online_state is not None and not callable(online_state):
+        raise TypeError("online_state must be a callable (config) -> state object, or None")
     if not isinstance(config, type):
         raise TypeError(f"config must be a class, got {config!r}")
     if name in aliases or len(set(aliases)) != len(aliases):
@@ -372,7 +417,15 @@ def register_method(
         if unknown:
             raise ValueError(f"unknown batch columns {sorted(unknown)}; choose from {COLUMNS}")
         entry = CreditMethod(
-            name, estimate_batch, config, signature, aliases, wrapper, tuple(columns), needs_model
+            name,
+            estimate_batch,
+            config,
+            signature,
+            aliases,
+            wrapper,
+            tuple(columns),
+            needs_model,
+            online_state,
         )
         _entries[name] = entry
         _aliases.update(dict.fromkeys(aliases, name))
@@ -501,11 +554,12 @@ def estimate(
     config: Any = None,
     *,
     state_keys: str = "required",
+    state: CreditState | None = None,
 ) -> list[np.ndarray]:
     """Advantages of ``trajectories`` under ``method`` (a name or alias) and ``config`` (default
     when ``None``), one float64 array per trajectory in order, grouped by ``group_id``; the
-    trajectories are not changed (:func:`assign_advantages` writes them). ``state_keys`` as in
-    :func:`assign_advantages`.
+    trajectories are not changed (:func:`assign_advantages` writes them). ``state_keys`` and
+    ``state`` as in :func:`assign_advantages`.
 
     >>> from agentenvs.core import Step, Trajectory
     >>> g = [Trajectory("t", "g", [Step("o", "a", 1.0)], success=True),
@@ -514,7 +568,7 @@ def estimate(
     [[0.7071], [-0.7071]]
     """
     entry, config = get_method(method, config)
-    return entry.estimate(trajectories, config, state_keys=state_keys)
+    return entry.estimate(trajectories, config, state_keys=state_keys, state=state)
 
 
 def assign_advantages(
@@ -523,6 +577,7 @@ def assign_advantages(
     config: Any = None,
     *,
     state_keys: str = "required",
+    state: CreditState | None = None,
 ) -> None:
     """Write ``step.advantage`` (a float) into every step of ``groups``, in place.
 
@@ -532,6 +587,10 @@ def assign_advantages(
     states (GiGPO, GraphGPO, RTMC: ``"state"`` in its columns) gets steps that all lack
     ``Step.state_key``; ``"none"`` runs it anyway with a :class:`MissingStateKeyWarning` (it then
     gives what GRPO gives). The estimator's output is checked (:meth:`CreditMethod.run`).
+
+    ``state``: the :class:`~agentenvs.wrappers.state.CreditState` a model-backed method (TRIAGE,
+    HISR, SPA) keeps its models, buffers and caches in, so that calls given the same state train
+    one estimator; ``None``: a fresh state for this call only. The structural methods ignore it.
     """
     entry, config = get_method(method, config)
-    entry.assign(groups, config, state_keys=state_keys)
+    entry.assign(groups, config, state_keys=state_keys, state=state)

@@ -15,8 +15,8 @@ Method ``"spa"``. Per trajectory with outcome ``R`` and steps ``t = 0..n-1``:
   "group_relative"``), or ``r`` itself (``advantage="rewards"``) for a learner running its own GAE.
 
 This module holds :class:`SPAConfig` (frozen values), :class:`SPAState` (the online state: the
-estimator built from the config's spec and its :class:`ProgressBuffer`; :data:`online_state` gives
-a config's), the pure
+estimator built from the config's spec and its :class:`ProgressBuffer`, kept in the wrapper's
+:class:`~agentenvs.wrappers.state.CreditState`), the pure
 maths (:func:`fuse`, :func:`outcomes`, :func:`baseline_contributions`; :func:`gae`, the GAE a
 learner with a critic runs on ``r``, is :func:`agentenvs.wrappers.stats.gae`) and
 :func:`estimate_batch` (trajectories: :func:`agentenvs.wrappers.estimate`).
@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 from agentenvs.wrappers.batch import StepBatch
 from agentenvs.wrappers.models.fit import FitReport
-from agentenvs.wrappers.models.online import OnlineStates
 from agentenvs.wrappers.models.progress import (
     ProgressEstimator,
     check_estimator_spec,
@@ -64,7 +63,6 @@ __all__ = [
     "SPAConfig",
     "ProgressBuffer",
     "SPAState",
-    "online_state",
     "BATCH_COLUMNS",
     "OUTCOMES",
     "SOURCES",
@@ -113,6 +111,22 @@ class ProgressBuffer:
         self.groups_since_fit = 0
         self.fits += 1
         return self.last
+
+    def state_dict(self) -> dict[str, Any]:
+        """The buffered ``(trajectory, target)`` pairs, the counts and the last report."""
+        return {
+            "items": list(self.items),
+            "groups_since_fit": self.groups_since_fit,
+            "fits": self.fits,
+            "last": self.last,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.items.clear()
+        self.items.extend(state["items"])
+        self.groups_since_fit = int(state["groups_since_fit"])
+        self.fits = int(state["fits"])
+        self.last = state["last"]
 
 
 @dataclass(frozen=True)
@@ -196,7 +210,8 @@ class SPAConfig:
 class SPAState:
     """SPA's online state for one config: ``estimator`` (built from ``config.estimator``; ``None``
     for a baseline contribution source) and ``buffer`` (a :class:`ProgressBuffer` of
-    ``config.buffer_size``)."""
+    ``config.buffer_size``). The registry makes it in the wrapper's
+    :class:`~agentenvs.wrappers.state.CreditState` on the first group credited."""
 
     def __init__(self, config: SPAConfig) -> None:
         self.estimator: ProgressEstimator | None = None
@@ -204,9 +219,30 @@ class SPAState:
             self.estimator = make_estimator(config.estimator, **(config.estimator_options or {}))
         self.buffer = ProgressBuffer(config.buffer_size)
 
+    def state_dict(self) -> dict[str, Any]:
+        """The estimator's weights (``None`` while untrained) and the buffer."""
+        estimator = self.estimator
+        trained = estimator is not None and estimator.trained
+        return {
+            "estimator": estimator.state_dict() if trained else None,
+            "buffer": self.buffer.state_dict(),
+        }
 
-#: ``online_state(config)``: the :class:`SPAState` of a config object (made on first use).
-online_state: OnlineStates[SPAConfig, SPAState] = OnlineStates(SPAState)
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["estimator"] is not None:
+            if self.estimator is None:
+                raise ValueError("the saved SPA state has an estimator; this config has none")
+            self.estimator.load_state_dict(state["estimator"])
+        self.buffer.load_state_dict(state["buffer"])
+
+    def __repr__(self) -> str:
+        estimator = self.estimator
+        model = "None" if estimator is None else type(estimator).__name__
+        trained = estimator is not None and estimator.trained
+        return (
+            f"SPAState(estimator={model}, trained={trained}, buffered={len(self.buffer.items)}, "
+            f"fits={self.buffer.fits})"
+        )
 
 
 # -- pure maths --------------------------------------------------------------------------------------
@@ -293,7 +329,11 @@ def _share(trajectories: Sequence[Trajectory], values: dict[str, float]) -> None
 
 
 def _contributions(
-    trajectories: Sequence[Trajectory], batch: StepBatch, targets: np.ndarray, config: SPAConfig
+    trajectories: Sequence[Trajectory],
+    batch: StepBatch,
+    targets: np.ndarray,
+    config: SPAConfig,
+    state: SPAState,
 ) -> list[np.ndarray]:
     """Per-trajectory contributions from the configured source (online fitting first)."""
     lengths = batch.lengths
@@ -301,8 +341,8 @@ def _contributions(
     if source != "estimator":
         rng = np.random.default_rng(config.seed)
         return baseline_contributions(source, targets, lengths, batch.traj_group, rng)
-    state = online_state(config)
     estimator = state.estimator
+    assert estimator is not None  # the source is "estimator"
     costs: dict[str, float] = {"estimator_fallbacks": 0.0, "estimator_seconds": 0.0}
     if config.online:
         state.buffer.add(trajectories, targets, batch.n_groups)
@@ -332,10 +372,13 @@ def _contributions(
     return found
 
 
-def estimate_batch(batch: StepBatch, config: SPAConfig | None = None) -> np.ndarray:
+def estimate_batch(
+    batch: StepBatch, config: SPAConfig | None = None, online: SPAState | None = None
+) -> np.ndarray:
     """SPA advantages of a flat batch, float64 ``(n,)`` (see the module docstring).
 
-    Reads ``batch.trajectories`` (``ValueError`` when the batch was built from arrays), writes
+    ``online``: the online state to use and train (the registry passes the wrapper's; ``None``: a
+    fresh one, dropped after the call). Reads ``batch.trajectories`` (``ValueError`` when the batch was built from arrays), writes
     ``step.extras["spa"] = {"contribution", "grounding", "reward"}`` for every step and the
     estimator's costs into ``Trajectory.info["credit"]`` (``estimator_*`` keys, split evenly over
     the batch's trajectories).
@@ -345,7 +388,8 @@ def estimate_batch(batch: StepBatch, config: SPAConfig | None = None) -> np.ndar
     if trajectories is None:
         raise ValueError("SPA reads whole trajectories: build the batch with from_trajectories")
     targets = outcomes(trajectories, config.outcome)
-    contributions = _contributions(trajectories, batch, targets, config)
+    state = online if online is not None else SPAState(config)
+    contributions = _contributions(trajectories, batch, targets, config, state)
     if config.contribution_clip is not None:
         bound = config.contribution_clip
         contributions = [np.clip(c, -bound, bound) for c in contributions]

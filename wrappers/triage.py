@@ -44,14 +44,12 @@ from agentenvs.wrappers.models.judges.request import (
     build_requests,
 )
 from agentenvs.wrappers.models.judges.roles import ROLE_REWARDS, Role, parse_role
-from agentenvs.wrappers.models.online import OnlineStates
 from agentenvs.wrappers.registry import env_preset
 
 __all__ = [
     "TriageConfig",
     "WHITEN_SCOPES",
     "TriageState",
-    "online_state",
     "BATCH_COLUMNS",
     "outcome_advantages",
     "process_rewards",
@@ -75,8 +73,8 @@ class TriageConfig:
     (the default: privileged rules, no model, works offline), a local Hugging Face model
     directory, or the http(s) URL of an OpenAI-compatible server (vLLM). A text spec is checked
     when the config is built; the judge is made from it, with the result cache, by the online
-    state (:class:`TriageState`, :data:`online_state`) on first use and shared by every wrapper
-    holding this config object.
+    state (:class:`TriageState`) on the first group credited, in the wrapper's
+    :class:`~agentenvs.wrappers.state.CreditState` (shared by the wrappers given that state).
     """
 
     lam: float = 0.2
@@ -182,7 +180,9 @@ class TriageConfig:
 class TriageState:
     """TRIAGE's online state for one config: ``judge`` (made from ``config.judge``) and ``cache``
     (a :class:`~agentenvs.wrappers.models.judges.JudgeCache` of ``config.cache_size``; ``None`` with
-    ``cache=False``)."""
+    ``cache=False``). The registry makes it in the wrapper's
+    :class:`~agentenvs.wrappers.state.CreditState` on the first group credited; its saved state
+    is the cache (the judge learns nothing)."""
 
     def __init__(self, config: TriageConfig) -> None:
         served = isinstance(config.judge, str) and config.judge.startswith(("http://", "https://"))
@@ -190,9 +190,17 @@ class TriageState:
         self.judge: Judge = make_judge(config.judge, **options)
         self.cache = JudgeCache(config.cache_size) if config.cache else None
 
+    def state_dict(self) -> dict[str, Any]:
+        """The cached judge results (``None`` without a cache)."""
+        return {"cache": None if self.cache is None else self.cache.state_dict()}
 
-#: ``online_state(config)``: the :class:`TriageState` of a config object (made on first use).
-online_state: OnlineStates[TriageConfig, TriageState] = OnlineStates(TriageState)
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.cache is not None and state.get("cache") is not None:
+            self.cache.load_state_dict(state["cache"])
+
+    def __repr__(self) -> str:
+        cached = "off" if self.cache is None else len(self.cache)
+        return f"TriageState(judge={type(self.judge).__name__}, cached={cached})"
 
 
 # -- pure maths --------------------------------------------------------------------------------------
@@ -307,8 +315,13 @@ def _usable(result: JudgeResult, mode: str) -> bool:
     return (result.score if mode == "scalar" else result.role) is not None
 
 
-def estimate_batch(batch: StepBatch, config: TriageConfig | None = None) -> np.ndarray:
+def estimate_batch(
+    batch: StepBatch, config: TriageConfig | None = None, online: TriageState | None = None
+) -> np.ndarray:
     """TRIAGE advantages of a flat batch, float64 ``(n,)``; reads ``batch.trajectories``.
+
+    ``online``: the judge and cache to use (the registry passes the wrapper's state; ``None``: a
+    fresh one, dropped after the call).
 
     Per group: the requests of every step of its trajectories go to the judge in one call
     (:func:`judge_batch`). Writes ``step.extras["triage"]`` (``role``, ``evidence``, ``reward``,
@@ -332,7 +345,7 @@ def estimate_batch(batch: StepBatch, config: TriageConfig | None = None) -> np.n
         else np.ones(batch.n_trajectories, bool)
     )
 
-    state = online_state(config)
+    state = online if online is not None else TriageState(config)
     judge, cache = state.judge, state.cache
     results: list[JudgeResult | None] = [None] * batch.n_steps
     costs = [_new_costs() for _ in trajectories]

@@ -73,9 +73,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from agentenvs.wrappers.base import refuse_double_credit
-from agentenvs.wrappers.grouping import GroupAssembler
+from agentenvs.wrappers.grouping import GroupAssembler, group_size_of
 from agentenvs.wrappers.recorder import EpisodeRecorder
 from agentenvs.wrappers.registry import get_method
+from agentenvs.wrappers.state import CreditState
 
 from agentenvs.core import Trajectory, TrajectoryStore
 from agentenvs.vector import sub_info
@@ -98,11 +99,15 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
             after it is credited (method: the canonical name; no iteration); ``None``: none. The
             wrapper does not close it.
         state_keys: ``"required"`` or ``"none"``, as for :class:`~agentenvs.wrappers.CreditWrapper`.
+        state: the :class:`~agentenvs.wrappers.state.CreditState` to credit with, as for
+            :class:`~agentenvs.wrappers.CreditWrapper` (``None``: a fresh one).
 
-    Raises ``ValueError`` when ``env`` already has a credit wrapper.
+    Raises ``ValueError`` when ``env`` already has a credit wrapper, or is not a grouped vector
+    env (:func:`~agentenvs.wrappers.group_size_of` finds no group size).
 
     Attributes: ``method`` (as given), ``credit_method`` (the registry entry), ``config``,
-    ``group_size``. See the module docstring for resets and the ``infos`` layout.
+    ``group_size`` (the grouped vector env's, read-only), ``credit_state`` (in ``repr``). See the
+    module docstring for resets and the ``infos`` layout.
 
     The signature is :class:`~agentenvs.wrappers.CreditWrapper`'s (``env, method, config``, then keyword
     options) without ``group_size``, which the grouped vector env fixes.
@@ -116,14 +121,16 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         *,
         store: TrajectoryStore | None = None,
         state_keys: str = "required",
+        state: CreditState | None = None,
     ) -> None:
         refuse_double_credit(env, type(self).__name__)
         super().__init__(env)
-        group_size = getattr(env, "group_size", None)
-        if not isinstance(group_size, int) or group_size < 1:
+        try:
+            group_size = group_size_of(env)
+        except ValueError:
             raise ValueError(
                 "VectorCreditWrapper needs a GroupedVectorEnv (use agentenvs.make_group_vec_env)"
-            )
+            ) from None
         mode = env.metadata.get("autoreset_mode")  # absent before gymnasium 1.1: NEXT_STEP only
         if mode is not None and getattr(mode, "value", mode) != "NextStep":
             raise ValueError(
@@ -131,15 +138,31 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
             )
         self.credit_method, self.config = get_method(method, config)
         self.method = method
-        self.group_size = group_size
         self._assembler = GroupAssembler(
-            group_size, self.credit_method, self.config, store=store, state_keys=state_keys
+            group_size,
+            self.credit_method,
+            self.config,
+            store=store,
+            state_keys=state_keys,
+            state=state,
         )
+        self.credit_state = self._assembler.state
         self._recorders = [EpisodeRecorder() for _ in range(self.num_envs)]
         self._episode = np.zeros(self.num_envs, np.int64)  # finished episodes since block reset
         self._needs_reset = np.zeros(self.num_envs, bool)  # NEXT_STEP: the next step is a reset
         self._failed_slots: set[tuple[int, int]] = set()  # open groups an infra failure spoiled
         self.dropped_groups = 0
+
+    @property
+    def group_size(self) -> int:
+        """Sub-envs per block (kept by the wrapper's group assembler; read-only)."""
+        return self._assembler.group_size
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__}, {self.env} method={self.credit_method.name!r} "
+            f"group_size={self.group_size} state={self.credit_state!r}>"
+        )
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None

@@ -40,7 +40,7 @@ import gymnasium as gym
 import tyro
 from agentenvs.learners.llm.config import TrainConfig
 from agentenvs.learners.llm.metrics import eval_label
-from agentenvs.wrappers import METHODS, CreditWrapper, VectorCreditWrapper, make_config
+from agentenvs.wrappers import METHODS, CreditState, CreditWrapper, VectorCreditWrapper, make_config
 from tyro.constructors import (
     ConstructorRegistry,
     PrimitiveConstructorSpec,
@@ -483,13 +483,16 @@ def make_envs(args: TrainArgs) -> VectorCreditWrapper | list[typing.Callable[[],
             CreditWrapper, method=args.credit
         )
 
-        def make_env() -> gym.Env:  # every env shares the one config (and any model it holds)
+        shared = CreditState()  # one online state for the run: one estimator learns every group
+
+        def make_env() -> gym.Env:  # every env shares the one config and the one credit state
             env = gym.make(args.env, **_env_kwargs(args))
             return wrapper(
                 env,
                 group_size=args.group_size,
                 config=args.credit_config,
                 state_keys=args.state_keys,
+                state=shared,
             )
 
         return [make_env] * args.groups

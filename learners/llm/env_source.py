@@ -6,8 +6,8 @@ This module holds:
   envs), each a single-env credit wrapper, or a vector credit wrapper over a grouped vector env.
 * :class:`TaskSplits` - the part of an env's task panel the trainer reads (``splits``, ``ids``).
 * :class:`TrainerEnvs` - the protocol the trainer works against: play one credited group per
-  env (or block) on given tasks, the agent prompts, the eval envs, the task panel and the name
-  of the credit method.
+  env (or block) on given tasks, the agent prompts, the eval envs, the task panel, the name
+  of the credit method and the wrappers' credit states (what a checkpoint saves).
 * :class:`CreditedEnvs` - that protocol over an :data:`EnvSource` (the only place the trainer's
   package probes envs with ``get_wrapper_attr``).
 * :func:`choose_tasks` - the training task ids and the evaluated splits, from the config or the
@@ -26,9 +26,9 @@ from agentenvs.learners.llm.rollout import (
     block_size,
     collect_parallel,
     collect_sequential,
-    group_size_of,
     prompts_of,
 )
+from agentenvs.wrappers import group_size_of
 
 from agentenvs.core import AgentPrompt, Trajectory
 
@@ -81,6 +81,12 @@ class TrainerEnvs(Protocol):
         """The canonical name of the credit method the wrappers apply, ``None`` if unknown."""
         ...
 
+    def credit_states(self) -> list[Any]:
+        """The credit wrappers' states (:class:`agentenvs.wrappers.CreditState`), each once, in
+        env order: what a checkpoint saves and restores through their ``state_dict()`` /
+        ``load_state_dict()``."""
+        ...
+
     def close(self) -> None:
         """Close every env this object opened or was given to own."""
         ...
@@ -98,6 +104,16 @@ def _credit_method_name(env: gym.Env | gym.vector.VectorEnv) -> str | None:
         entry = None
     entry = entry or getattr(env, "credit_method", None)
     return getattr(entry, "name", None)
+
+
+def _credit_state(env: gym.Env | gym.vector.VectorEnv) -> Any:
+    """The credit state of ``env``'s wrapper; ``None`` when it has none."""
+    if isinstance(env, gym.Env):
+        try:
+            return env.get_wrapper_attr("credit_state")
+        except AttributeError:
+            return None
+    return getattr(env, "credit_state", None)
 
 
 def _task_panel(env: gym.Env | gym.vector.VectorEnv) -> Any:
@@ -168,6 +184,12 @@ class CreditedEnvs:
 
     def credit_method_name(self) -> str | None:
         return _credit_method_name(self._source)
+
+    def credit_states(self) -> list[Any]:
+        envs = [self.vector_env] if self.vector_env is not None else self.envs
+        found = [_credit_state(env) for env in envs]
+        distinct = {id(s): s for s in found if s is not None}  # a shared state counts once
+        return list(distinct.values())
 
     def close(self) -> None:
         for env in [*self.envs, *(self.eval_envs if self._own_eval else [])]:

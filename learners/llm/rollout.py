@@ -21,7 +21,6 @@ This module holds:
 * :func:`play_episodes` - evaluation: one uncredited episode per task on plain envs.
 * :func:`drive` - the loop under all three: envs play their tasks, one batched sample per turn,
   each env's :class:`~agentenvs.core.EpisodeMemory` (its history) kept as the prompt shows it.
-* :func:`group_size_of` - the episodes a single-env credit wrapper plays per group.
 * :func:`take_samples` - move each credited step's sample from its :class:`Response` action into
   ``Step.extras`` (``prompt_ids`` int32, ``response_ids`` int32, ``logprobs`` float32,
   ``truncated`` bool: the response hit the token budget without stopping; not the episode's
@@ -49,6 +48,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from agentenvs.learners.llm.policy import Policy
+from agentenvs.wrappers import group_size_of
 
 from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory, episode_success
 from agentenvs.core.prompting import agent_prompt_for
@@ -65,7 +65,6 @@ __all__ = [
     "play_episodes",
     "drive",
     "prompt_ids",
-    "group_size_of",
     "take_samples",
     "as_groups",
     "block_size",
@@ -294,8 +293,6 @@ def collect_sequential(
     tasks: Sequence[str],
     prompts: Sequence[AgentPrompt],
     sample: Sampler,
-    *,
-    max_episodes: int = 64,
 ) -> list[list[Trajectory]]:
     """Env ``i`` plays ``tasks[i]`` episode after episode until it hands out one credited group.
 
@@ -303,11 +300,12 @@ def collect_sequential(
     the responses of every env still playing in one batch.
 
     Raises:
-        RuntimeError: an env played ``max_episodes`` episodes (or its ``group_size``, when it has
-            one) without handing out a group in ``info["credit"]``, or handed out steps the learner
-            did not sample (a wrapper must record the action object it is given).
+        ValueError: an env has no credit wrapper (:func:`agentenvs.wrappers.group_size_of`).
+        RuntimeError: an env played its ``group_size`` episodes without handing out a group in
+            ``info["credit"]``, or handed out steps the learner did not sample (a wrapper must
+            record the action object it is given).
     """
-    limits = [group_size_of(env, max_episodes) for env in envs]
+    limits = [group_size_of(env) for env in envs]
     episodes = [0] * len(envs)
     groups: list[list[Trajectory] | None] = [None] * len(envs)
 
@@ -337,14 +335,6 @@ def collect_sequential(
     return [g for g in groups if g is not None]
 
 
-def group_size_of(env: gym.Env, default: int = 64) -> int:
-    """The ``group_size`` of ``env``'s credit wrapper (episodes per group), else ``default``."""
-    try:
-        return int(env.get_wrapper_attr("group_size"))
-    except AttributeError:
-        return default
-
-
 def _drain(env: gym.Env) -> None:
     """Empty the wrapper's ``pop_groups()`` outbox (its groups were read from ``info``)."""
     try:
@@ -359,8 +349,13 @@ def _unbatch(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
 
 
 def block_size(envs: gym.vector.VectorEnv) -> int:
-    size = getattr(envs, "group_size", None)
-    if not isinstance(size, int) or size < 1 or envs.num_envs % size:
+    """The group size of a vector credit wrapper over a grouped vector env
+    (:func:`agentenvs.wrappers.group_size_of`); ``TypeError`` for any other vector env."""
+    try:
+        size = group_size_of(envs)
+    except ValueError:
+        size = 0
+    if not size or envs.num_envs % size:
         raise TypeError(
             "a vector env must be a vector credit wrapper over a grouped vector env (group_size "
             "dividing num_envs), e.g. VectorCreditWrapper(agentenvs.make_group_vec_env(...), ...)"

@@ -419,13 +419,17 @@ class Trainer:
     def save_checkpoint(self, path: str | Path | None = None) -> Path:
         """Write everything needed to continue exactly (default ``out_dir/checkpoint.pt``): what
         :meth:`Checkpointer.save <agentenvs.learners.llm.checkpoint.Checkpointer.save>` writes, plus the
-        iteration, the task-cursor position and the config. Under world size > 1 call it on
-        every rank (rank 0 writes)."""
+        iteration, the task-cursor position, the config and the credit wrappers' states
+        (``credit_states``: each one's ``state_dict()``, per rank: a model-backed method's
+        trained models, buffers and caches). Under world size > 1 call it on every rank (rank 0
+        writes)."""
         path = Path(path or self.out_dir / "checkpoint.pt")
+        credit = [state.state_dict() for state in self.source.credit_states()]
         progress = {
             "iteration": self.iteration,
             "cursor": self.cursor.position,
             "config": self.config.to_dict(),
+            "credit_states": self.dist.gather(credit),
         }
         self.checkpointer.save(path, progress)
         return path
@@ -438,8 +442,24 @@ class Trainer:
         state = self.checkpointer.load(path, self.policy.device)
         self.iteration = int(state["iteration"])
         self.cursor.position = int(state["cursor"])
+        self._load_credit_states(state.get("credit_states"), path)
         self.generator.sync_weights()
         self._store_truncated = False  # the next write drops what was stored after this state
+
+    def _load_credit_states(self, saved: list[list[dict]] | None, path: Path) -> None:
+        """Restore this rank's credit states from a checkpoint's ``credit_states`` (one list
+        per rank that wrote it). ``ValueError`` when it holds another number of states."""
+        if saved is None:  # a checkpoint written without them: the states start afresh
+            return
+        states = self.source.credit_states()
+        mine = saved[self.dist.rank] if len(saved) == self.dist.world_size else saved[0]
+        if len(mine) != len(states):
+            raise ValueError(
+                f"{path} holds {len(mine)} credit state(s), this trainer's envs have "
+                f"{len(states)}: resume with the envs (and shared states) of the saved run"
+            )
+        for state, saved_state in zip(states, mine, strict=True):
+            state.load_state_dict(saved_state)
 
     # -- model and store plumbing ------------------------------------------------------------------
     def full_weights(self) -> contextlib.AbstractContextManager[None]:

@@ -37,7 +37,7 @@ OPTIONS = {"spa": {"contribution_source": "mean"}, "hisr": {"online": False}}
 def hisr_models() -> dict:
     """HISR's models (SPRM, hindsight and policy scorers: they read the step texts), small (20
     epochs per fit) and fitted on 16 random groups, so HISR's values depend on the texts."""
-    from agentenvs.wrappers.hisr import HISRConfig, online_state
+    from agentenvs.wrappers.hisr import HISRConfig, HISRState
     from agentenvs.wrappers.models.hindsight import FeatureScorer
     from agentenvs.wrappers.models.progress import FeatureProgressEstimator
 
@@ -48,7 +48,8 @@ def hisr_models() -> dict:
     }
     config = HISRConfig(**models)
     groups = random_groups(np.random.default_rng(99), 16)
-    online_state(config).trainer.observe([t for g in groups for t in g], len(groups), config)
+    online = HISRState(config)  # its models are the objects above
+    online.trainer.observe([t for g in groups for t in g], len(groups), config, online)
     assert all(m.trained for m in models.values())
     return models
 

@@ -19,6 +19,7 @@ from agentenvs.wrappers import (
 )
 from agentenvs.wrappers.batch import StepBatch
 from agentenvs.wrappers.hisr import (
+    HISRState,
     action_log_importance,
     estimate_batch,
     fuse,
@@ -28,7 +29,6 @@ from agentenvs.wrappers.hisr import (
     segment_importance,
     trajectory_rewards,
 )
-from agentenvs.wrappers.hisr import online_state as hisr_state
 from agentenvs.wrappers.models.hindsight import (
     FeatureScorer,
     TurnRequest,
@@ -47,6 +47,7 @@ from agentenvs.wrappers.segments import (
     progress_segments,
     repair_segments,
 )
+from agentenvs.wrappers.state import CreditState
 
 import agentenvs
 from agentenvs.core import Step, Trajectory
@@ -525,16 +526,17 @@ def test_registered_and_named():
     assert METHODS["hisr"].wrapper is HindsightCreditWrapper
     assert METHODS["hisr"].config is HISRConfig
     config = make_config("hisr", segmenter="per_turn", sprm="tabular", beta=0.5)
-    assert config.beta == 0.5 and isinstance(hisr_state(config).sprm, TabularProgressEstimator)
+    assert config.beta == 0.5 and isinstance(HISRState(config).sprm, TabularProgressEstimator)
 
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_wrapper_on_text_sokoban_trains_online_and_credits():
     config = make_config("hisr", refit_every=1)
-    hisr_state(config).sprm.options["epochs"] = 50  # the online state holds the built model
+    state = CreditState()
+    state.get(METHODS["hisr"], config).sprm.options["epochs"] = 50  # the state holds the model
     env = HindsightCreditWrapper(
         gym.make("agentenvs/Sokoban-v0", action_format="plain", max_steps=5), group_size=3,
-        config=config,
+        config=config, state=state,
     )  # fmt: skip
     rng = np.random.default_rng(0)
     env.reset(seed=0)
@@ -554,7 +556,7 @@ def test_wrapper_on_text_sokoban_trains_online_and_credits():
             <= set(t.steps[0].extras["hisr"])  # fmt: skip
     modulated = [t for t in last if len({s.extras["hisr"]["segment"] for s in t.steps}) > 1]
     assert any(t.info["credit"]["scorer_tokens"] > 0 for t in modulated)
-    assert hisr_state(config).trainer.fits == 3
+    assert env.credit_state is state and state.value.trainer.fits == 3
 
 
 def test_vector_wrapper_and_assign_advantages_agree():
@@ -588,5 +590,6 @@ def test_credit_ppo_learns_with_hisr():
                               seed=0, config=config)  # fmt: skip
     model = CreditPPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=0)
     model.learn(384)
-    assert model.num_timesteps >= 384 and hisr_state(config).trainer.fits >= 1
+    (shared,) = {id(s): s for s in env.get_attr("credit_state")}.values()  # one for all sub-envs
+    assert model.num_timesteps >= 384 and shared.value.trainer.fits >= 1
     assert np.isfinite(model.logger.name_to_value["train/loss"])

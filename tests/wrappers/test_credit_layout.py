@@ -130,7 +130,7 @@ def test_configs_are_frozen_values_and_state_lives_apart() -> None:
     import dataclasses
 
     import pytest
-    from agentenvs.wrappers import METHODS, make_config, spa
+    from agentenvs.wrappers import METHODS, CreditState, make_config, spa
 
     for name in ("grpo", "gigpo", "graphgpo", "rtmc", "triage", "hisr", "spa"):
         config = METHODS[name].config()
@@ -139,11 +139,13 @@ def test_configs_are_frozen_values_and_state_lives_apart() -> None:
             config.eps = 0.5  # type: ignore[misc]
     config = make_config("spa", estimator="tabular")
     assert config.estimator == "tabular" and not hasattr(config, "buffer")  # a spec, not a model
-    state = spa.online_state(config)
-    assert state is spa.online_state(config) and type(state.estimator).__name__ == (
+    state = CreditState()
+    online = state.get(METHODS["spa"], config)
+    assert online is state.get(METHODS["spa"], dataclasses.replace(config))  # an equal config
+    assert isinstance(online, spa.SPAState) and type(online.estimator).__name__ == (
         "TabularProgressEstimator"
     )
-    assert spa.online_state(dataclasses.replace(config)) is not state  # per config object
+    assert CreditState().get(METHODS["spa"], config) is not online  # per state, not per config
 
 
 def test_viewer_reruns_only_what_the_registry_calls_pure() -> None:

@@ -29,8 +29,8 @@ from agentenvs.wrappers.models.progress import (
     sum_loss,
 )
 from agentenvs.wrappers.rewards import reward_to_go
-from agentenvs.wrappers.spa import fuse, gae
-from agentenvs.wrappers.spa import online_state as spa_state
+from agentenvs.wrappers.spa import SPAState, fuse, gae
+from agentenvs.wrappers.state import CreditState
 
 import agentenvs
 from agentenvs.core import Step, Trajectory
@@ -236,7 +236,7 @@ def test_config_errors_are_clear():
     with pytest.raises(ValueError, match="targets"):
         TabularProgressEstimator().fit(_two_step_task(), [1.0])
     assert isinstance(
-        spa_state(make_config("spa", estimator="tabular")).estimator, ProgressEstimator
+        SPAState(make_config("spa", estimator="tabular")).estimator, ProgressEstimator
     )
 
 
@@ -268,10 +268,10 @@ def test_online_refits_continue_for_refit_epochs():
          enumerate(trajs)]
         for g in range(3)
     ]  # fmt: skip
-    reports = []
+    reports, state = [], CreditState()
     for group in groups:
-        assign_advantages([group], "spa", config)
-        reports.append(spa_state(config).buffer.last)
+        assign_advantages([group], "spa", config, state=state)
+        reports.append(state.value.buffer.last)
     assert [r.epochs for r in reports] == [40, 3, 3]
     assert reports[1].loss_before > 0 and reports[2].loss_after < reports[1].loss_before
     with pytest.raises(ValueError, match="refit_epochs"):
@@ -400,14 +400,14 @@ def test_progress_wrapper_trains_online_on_sokoban_discrete():
                 set(s.extras["spa"]) == {"contribution", "grounding", "reward"} for s in t.steps
             )
             assert np.all(np.isfinite(t.advantages))
+    online = env.credit_state.value  # the wrapper's own state, trained on its groups
     assert (
-        spa_state(config).buffer.fits == 4
-        and spa_state(config).buffer.last.loss_after < spa_state(config).buffer.last.loss_before
+        online.buffer.fits == 4 and online.buffer.last.loss_after < online.buffer.last.loss_before
     )
-    buffered = [t for t, _ in spa_state(config).buffer.items]
-    targets = [r for _, r in spa_state(config).buffer.items]
+    buffered = [t for t, _ in online.buffer.items]
+    targets = [r for _, r in online.buffer.items]
     zero_loss = float(np.mean(np.square(targets)))  # what an untrained (all-zero) estimator scores
-    assert sum_loss(spa_state(config).estimator.contributions(buffered), targets) < 0.5 * zero_loss
+    assert sum_loss(online.estimator.contributions(buffered), targets) < 0.5 * zero_loss
 
 
 def test_credit_ppo_learns_with_spa():
@@ -422,7 +422,8 @@ def test_credit_ppo_learns_with_spa():
     model = CreditPPO("MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=0)
     before = [p.detach().clone() for p in model.policy.parameters()]
     model.learn(256)
-    assert model.num_timesteps >= 256 and spa_state(config).buffer.fits > 0
+    (shared,) = {id(s): s for s in env.get_attr("credit_state")}.values()  # one for all sub-envs
+    assert model.num_timesteps >= 256 and shared.value.buffer.fits > 0
     assert np.all(np.isfinite(model.rollout_buffer.advantages))
     assert any(not (a == b).all() for a, b in zip(before, model.policy.parameters(), strict=True))
 

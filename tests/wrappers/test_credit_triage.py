@@ -39,8 +39,8 @@ from agentenvs.wrappers.models.judges import (
     make_judge,
     parse_judge_output,
 )
-from agentenvs.wrappers.triage import online_state as triage_state
-from agentenvs.wrappers.triage import outcome_advantages, whiten
+from agentenvs.wrappers.state import CreditState
+from agentenvs.wrappers.triage import TriageState, outcome_advantages, whiten
 
 import agentenvs  # noqa: F401 - registers the envs
 from agentenvs.core import Step, Trajectory
@@ -245,16 +245,19 @@ def test_costs_cache_and_scopes():
     for g in groups:
         for t in g:
             t.group_id = "g" if g is groups[0] else "h"
-    first = flat(estimate([t for g in groups for t in g], cfg))
+    state = CreditState()  # holds the judge's cache across calls
+    first = flat(estimate([t for g in groups for t in g], cfg, state=state))
     credit = [t.info["credit"] for g in groups for t in g]
     assert spy.calls == 2  # one call per group
     assert sum(c["judge_calls"] for c in credit) == pytest.approx(2.0)
     assert sum(c["judge_segments"] for c in credit) == 15
     assert sum(c["judge_tokens"] for c in credit) == 45
     assert sum(c["role_R"] for c in credit) == 5
-    again = flat(estimate([t for g in groups for t in g], cfg))  # all cached: same, no call
+    again = flat(estimate([t for g in groups for t in g], cfg, state=state))  # all cached
     assert again == first and spy.calls == 2
     assert sum(t.info["credit"]["judge_cache_hits"] for g in groups for t in g) == 15
+    fresh = flat(estimate([t for g in groups for t in g], cfg))  # a fresh state: judged again
+    assert fresh == first and spy.calls == 4
     per_group = flat(estimate(groups[1], TriageConfig(judge=LabelJudge(), whiten_scope="group")))
     values = np.array(per_group)
     assert values.mean() == pytest.approx(0.0, abs=1e-12) and values.std() == pytest.approx(
@@ -273,7 +276,7 @@ def test_scalar_mode():
 
 def test_config_checks_and_presets():
     assert TriageConfig().judge == "oracle" and isinstance(
-        triage_state(TriageConfig()).judge, OracleJudge
+        TriageState(TriageConfig()).judge, OracleJudge
     )
     assert make_config("triage", judge="oracle", lam=0.4).lam == 0.4
     assert TriageConfig.reference("agentenvs/ALFWorld-v0").lam == 0.2
@@ -541,12 +544,10 @@ def test_a_judge_url_with_no_server_warns_then_raises():
     with pytest.warns(JudgeFallbackWarning), pytest.raises(RuntimeError, match="is the server up"):
         estimate(golden_group(), config)  # 12 segments, all refused
     tolerant = TriageConfig(judge=config.judge, judge_max_error_fraction=1.0)
+    state = CreditState()
     with pytest.warns(JudgeFallbackWarning):  # 12 segments fall back, nothing raised
-        estimate(golden_group(), tolerant)
-    assert (
-        triage_state(tolerant).judge.errors == 12
-        and triage_state(tolerant).judge.max_error_fraction == 1.0
-    )
+        estimate(golden_group(), tolerant, state=state)
+    assert state.value.judge.errors == 12 and state.value.judge.max_error_fraction == 1.0
     with pytest.raises(ValueError, match="max_error_fraction must be in"):
         HTTPJudge(down.url, max_error_fraction=1.5)
     with pytest.raises(ValueError, match="judge_max_error_fraction must be in"):

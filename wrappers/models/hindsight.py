@@ -427,8 +427,30 @@ class HFScorer:
         self._model: Any = None
         self._tokenizer: Any = None
         self.trained = True
+        self._fitted = False  # fine-tuned by fit(): its weights differ from the source's
         if not isinstance(model, tuple):
             check_model_dir(model)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The weights :meth:`fit` trains (the LoRA adapter's with ``lora_rank > 0``, else every
+        weight), on CPU; empty before the first fit (the weights are then the source's)."""
+        if not self._fitted:
+            return {}
+        return {
+            name: p.detach().cpu().clone()
+            for name, p in self._model.named_parameters()
+            if p.requires_grad
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Load what :meth:`state_dict` returned into the (loaded) model."""
+        if not state:
+            return
+        model, _ = self._load()
+        unexpected = model.load_state_dict(state, strict=False).unexpected_keys
+        if unexpected:
+            raise ValueError(f"HFScorer state has weights the model lacks: {unexpected[:3]}")
+        self._fitted = True
 
     def __repr__(self) -> str:
         source = "<model>" if isinstance(self._source, tuple) else str(self._source)
@@ -553,7 +575,7 @@ class HFScorer:
             params=params,
             module=model,
         )
-        self.trained = True
+        self.trained = self._fitted = True
         return report
 
 

@@ -126,8 +126,8 @@ def test_parallel_counts_the_groups_the_wrapper_dropped(policy):
 def test_an_env_without_credit_is_refused(policy):
     env = _sokoban(max_steps=1)
     sample = Sampler(policy, Scripted(rest=RIGHT))
-    with pytest.raises(RuntimeError, match="credit"):
-        collect_sequential([env], ["seed-1"], prompts_of(env, "compact"), sample, max_episodes=3)
+    with pytest.raises(ValueError, match="has no group size: wrap the env in a credit wrapper"):
+        collect_sequential([env], ["seed-1"], prompts_of(env, "compact"), sample)
 
 
 def test_response_prefix_is_prompt_and_action(policy):

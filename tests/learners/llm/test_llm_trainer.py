@@ -20,7 +20,14 @@ from agentenvs.learners.llm.generation import HFGenerator  # noqa: E402
 from agentenvs.learners.llm.loss import token_logprobs  # noqa: E402
 from agentenvs.learners.llm.policy import Policy, collate, response_logits  # noqa: E402
 from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
-from agentenvs.wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: E402
+from agentenvs.wrappers import (  # noqa: E402
+    METHODS,
+    CreditState,
+    GraphCreditWrapper,
+    ProgressCreditWrapper,
+    SPAConfig,
+    VectorCreditWrapper,
+)
 from llm_fixtures import assert_intervals_in_range, tiny_policy  # noqa: E402
 
 import agentenvs  # noqa: E402
@@ -401,6 +408,45 @@ def test_user_wrapper_trains_and_resume_reproduces_the_next_loss_bit_exactly(tmp
     if precision:
         state = first.precision.state_dict()
         assert state["masters"][0].dtype == torch.float32 and state["scaler"]["scale"] > 1
+
+
+def _spa_envs(state, config, n=2):
+    """``n`` SPA-credited envs that share one credit state (one estimator for the run)."""
+    return [
+        lambda: ProgressCreditWrapper(
+            gym.make("agentenvs/Sokoban-v0", max_steps=2), group_size=2, config=config, state=state
+        )
+    ] * n
+
+
+@pytest.mark.integration
+def test_checkpoint_saves_and_restores_the_credit_state(tmp_path):
+    """The trainer saves each credit wrapper's state (here one, shared) with the run and
+    restores it into the resumed run's fresh state, through its generic state_dict()."""
+    spa = SPAConfig(estimator="tabular", refit_every=1)
+    config = TrainConfig(iterations=1, seed=3, **SMALL)
+    shared = CreditState()
+    first = Trainer(config, tiny_policy(), tmp_path / "a", _spa_envs(shared, spa),
+                    tensorboard=False, progress=False)  # fmt: skip
+    first.train_iteration()
+    path = first.save_checkpoint()
+    first.close()
+    trained = shared.value
+    assert trained.buffer.fits == 2 and len(trained.buffer.items) == 4
+    fresh = CreditState()
+    again = Trainer(config, tiny_policy(), tmp_path / "b", _spa_envs(fresh, spa),
+                    tensorboard=False, progress=False)  # fmt: skip
+    assert again.source.credit_states() == [fresh]
+    again.load_checkpoint(path)
+    restored = fresh.get(METHODS["spa"], spa)
+    assert restored.estimator.weights == trained.estimator.weights
+    assert restored.buffer.fits == 2 and len(restored.buffer.items) == 4
+    again.close()
+    lone = Trainer(config, tiny_policy(), tmp_path / "c", _graph_envs(n=2),
+                   tensorboard=False, progress=False)  # fmt: skip
+    with pytest.raises(ValueError, match="holds 1 credit state"):
+        lone.load_checkpoint(path)  # two envs, two states: not the saved run's envs
+    lone.close()
 
 
 @pytest.mark.integration

@@ -51,6 +51,19 @@ class JudgeCache:
             while len(self._data) > self.maxsize:
                 self._data.popitem(last=False)
 
+    def state_dict(self) -> list[tuple[JudgeRequest, JudgeResult]]:
+        """The stored pairs, least recently used first (what :meth:`load_state_dict` restores)."""
+        with self._lock:
+            return list(self._data.items())
+
+    def load_state_dict(self, pairs: list[tuple[JudgeRequest, JudgeResult]]) -> None:
+        """Replace the contents with ``pairs`` (least recently used first; at most ``maxsize``
+        kept, the newest)."""
+        with self._lock:
+            self._data.clear()
+        for request, result in pairs:
+            self.put(request, result)
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
