@@ -18,8 +18,11 @@ PAGES = (
     "docs/credit-wrappers.md",
     "docs/learner.md",
 )
-#: Pages written in the present tense for a reader who has none of our machines.
-PRESENT_TENSE_PAGES = (*PAGES, "docs/benchmarks.md", "docs/threat-model.md", "docs/testing.md")
+#: Pages written in the present tense for a reader who has none of our machines: all of them.
+PRESENT_TENSE_PAGES = (
+    "README.md",
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
+)
 BLOCKS = [
     (page, i, code)
     for page in PAGES
