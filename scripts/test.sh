@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install agentenvs with every extra (torch pinned to 2.13.0: the build your index serves, CUDA on
-# plain PyPI; see the README) into the active Python, lint, run the tests.
+# plain PyPI; see docs/getting-started.md) into the active Python, lint, run the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install torch==2.13.0 -e ".[all]"

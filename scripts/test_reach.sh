@@ -41,4 +41,4 @@ mark="reach and not slow"; [ "${REACH_SLOW:-0}" = 1 ] && mark=reach
   tests/agentenvs/serve tests/agentenvs/integrations
 "$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve agentenvs/integrations   # doctests
 TRL_EXPERIMENTAL_SILENCE=1 "$py" -m pytest -p no:cacheprovider -m reach -rs \
-  tests/learners/test_reach_trl.py tests/test_readme.py   # TRL, and the README's TRL snippet
+  tests/learners/test_reach_trl.py tests/test_readme.py   # TRL, and the TRL snippet of docs/learner.md

@@ -90,7 +90,7 @@ ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
 #:   demonstration warm start (400 steps of the BFS solver's moves), then 40 iterations of
 #:   GraphGPO with 4 epochs x 4 mini-batches, lr warmup and KL 0.05 to the warm-started policy
 #:   (chosen on the ``validation`` split: docs/learner-recipe.md). ``smollm2``: LoRA on two-step
-#:   episodes in one-push rooms at temperature 0.7 (measured in the README: it does not reach a significant gain in 15 minutes
+#:   episodes in one-push rooms at temperature 0.7 (measured in docs/learner.md: it does not reach a significant gain in 15 minutes
 #:   on 2 cores).
 #: * ALFWorld ``tiny`` (the ALFWorld line, sized to end within 15 minutes on 2 cores): the same
 #:   format warm start on uniformly random admissible commands (``help`` left out: ``drop_help``),
