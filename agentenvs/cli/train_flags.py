@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentenvs.wrappers import METHODS, make_config
+
 if TYPE_CHECKING:
     from agentenvs.learners.llm.config import TrainConfig
 
@@ -392,7 +394,9 @@ def _argument(name: str, hint: Any) -> dict[str, Any]:
     if inner is bool and not optional:
         return {"action": _Switch}
     if (choices := _literal(inner)) is not None:
-        return {"choices": list(choices) + (["None"] if optional else []), "metavar": None}
+        if not optional:
+            return {"choices": list(choices), "metavar": None}
+        return {"choices": [*choices, None], "type": _optional(str), "metavar": None}
     parsers: dict[Any, tuple[Callable[[str], Any], str]] = {
         int: (int, "N"),
         float: (float, "X"),
@@ -451,15 +455,15 @@ it is X. The recipes (their values: docs/cli.md):
 Every flag in full: docs/cli.md."""
 
 
-def build_parser(prog: str = "agentenvs train", config_class: type | None = None) -> Any:
+def build_parser(
+    prog: str = "agentenvs train", config_class: type | None = None
+) -> argparse.ArgumentParser:
     """The parser of ``agentenvs train``: ENV_ID, then one flag per :class:`TrainArgs` field and
     per field of ``config_class`` (default ``TrainConfig``), in the help groups of :data:`GROUPS`.
 
     Raises:
         TypeError: a field whose type has no parser rule, or with no entry in :data:`FLAGS`.
     """
-    from agentenvs.wrappers import METHODS
-
     if config_class is None:
         from agentenvs.learners.llm.config import TrainConfig as config_class
     recipes = "\n".join(f"  {prog} {env} --model {model}" for env, model in RECIPES)
@@ -552,7 +556,6 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
     expert) prints one line and exits with 2; ``--help`` prints the grouped flags and exits with 0.
     """
     from agentenvs.learners.llm.config import TrainConfig
-    from agentenvs.wrappers import make_config
 
     argv = list(sys.argv[1:] if argv is None else argv)
     for word in argv:
