@@ -189,7 +189,8 @@ def compare_generation(args: argparse.Namespace, env: dict[str, str]) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description="LLM learner throughput and memory")
     p.add_argument("--model", default="tiny", help="'tiny', 'smollm2' or a local HF dir")
-    p.add_argument("--env", default="agentenvs/Sokoban-v0")
+    p.add_argument("env", nargs="?", default="agentenvs/Sokoban-v0", metavar="ENV_ID")
+    p.add_argument("--env", dest="old_env", help=argparse.SUPPRESS)
     p.add_argument("--credit", default="graph")
     p.add_argument("--rollout", default="parallel", choices=["parallel", "sequential"])
     p.add_argument("--iterations", type=int, default=3, help="measured iterations (+1 warm-up)")
@@ -203,6 +204,8 @@ def main() -> None:
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)  # one configuration (JSON)
     p.add_argument("--child-generation", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.old_env is not None:
+        p.error("the env id is positional now: learner.py ENV_ID [FLAGS]")
     if args.child is not None:
         print(json.dumps(run_config(args, json.loads(args.child))))
         return

@@ -1,6 +1,6 @@
 """Play groups of Sokoban rollouts with a uniformly random policy; print success rate and speed.
 
-    python examples/play_random.py --groups 64 --group-size 8
+    python examples/play_random.py [ENV_ID] --groups 64 --group-size 8
 
 Each group is ``group_size`` sub-envs of a grouped vector env that play the same room; the script
 reports the share of won episodes and env steps per second.
@@ -21,12 +21,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--env", default="agentenvs/Sokoban-v0")
+    parser.add_argument("env", nargs="?", default="agentenvs/Sokoban-v0", metavar="ENV_ID")
+    parser.add_argument("--env", dest="old_env", help=argparse.SUPPRESS)
     parser.add_argument("--groups", type=int, default=64, help="groups (tasks) to finish")
     parser.add_argument("--group-size", type=int, default=DEFAULT_GROUP_SIZE)
     parser.add_argument("--parallel-groups", type=int, default=4, help="blocks played at once")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.old_env is not None:
+        parser.error("the env id is positional now: play_random.py ENV_ID [FLAGS]")
 
     envs = agentenvs.make_group_vec_env(
         args.env, num_groups=args.parallel_groups, group_size=args.group_size, action_format="plain"

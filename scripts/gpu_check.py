@@ -23,10 +23,10 @@ the model in forward and backward over wall time, reference pass included), the 
 the same tensors (its total without the overhead allowance).
 
 The recipe (docs/learner-gpu.md, "GPU recipe") is ``examples/train_llm.py --model random-60m``,
-run through the same steps (:mod:`agentenvs.learners.llm.cli`): the random 59M-parameter Qwen2 of
+run through the same steps (:mod:`agentenvs.cli.train`): the random 59M-parameter Qwen2 of
 ``learners/llm/tiny.py`` ``RANDOM_MODELS`` (built on the machine, seconds), the demonstration warm
 start (the BFS solver's moves), then GraphGPO on Sokoban rooms that need 2-4 moves, its flags
-``RECIPES[("agentenvs/Sokoban-v0", "random-60m")]`` of :mod:`agentenvs.learners.llm.cli`. Its table has
+``RECIPES[("agentenvs/Sokoban-v0", "random-60m")]`` of :mod:`agentenvs.cli.train_flags`. Its table has
 test success after the warm start -> after RL per decoding (the learner's report, with the paired
 95% interval), generation and update tokens/s, seconds per iteration, the wall time and the peak
 memory against the planner's.
@@ -104,7 +104,7 @@ CASES = [Case(m, r) for m in ("Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B-Instruct") 
 PLAN_ONLY = [Case("Qwen2.5-7B-Instruct", r) for r in (64, 0)]
 
 #: The GPU recipe's ``--model``: a name of ``agentenvs.learners.llm.tiny.RANDOM_MODELS`` and of the
-#: planner's architectures, and with Sokoban a key of ``agentenvs.learners.llm.cli.RECIPES``.
+#: planner's architectures, and with Sokoban a key of ``agentenvs.cli.train_flags.RECIPES``.
 RECIPE_MODEL = "random-60m"
 
 #: ``--smoke``: the recipe in miniature (2 warm-start steps, one iteration of 2 groups of 2, 4 test
@@ -246,10 +246,10 @@ def measure(case: Case, args: argparse.Namespace, device: str = "cuda") -> dict[
 
 
 def recipe_args(out: str | Path, extra: Sequence[str] = ()):
-    """The recipe's :class:`~agentenvs.learners.llm.cli.TrainArgs`: ``examples/train_llm.py --model
+    """The recipe's :class:`~agentenvs.cli.train_flags.TrainArgs`: ``examples/train_llm.py --model
     random-60m`` (its ``RECIPES`` entry), writing to ``out`` (no progress bars, no stored
     trajectories, no export); ``extra`` flags override the recipe's."""
-    from agentenvs.learners.llm.cli import parse_args
+    from agentenvs.cli.train_flags import parse_args
 
     flags = ["--model", RECIPE_MODEL, "--out", str(out), "--no-progress", "--store", "none"]
     return parse_args([*flags, "--export", "none", *extra], prog="gpu_check.py")
@@ -260,12 +260,13 @@ def recipe_seq_len(args) -> int:
     models' tokenizer: the longest prompt of 256 states of uniformly random walks through the
     recipe's env, at every turn (the walks read the tokenizer only), plus the response budget."""
     import gymnasium as gym
-    from agentenvs.learners.llm.cli import _env_kwargs
     from agentenvs.learners.llm.policy import Policy
     from agentenvs.learners.llm.tiny import build_tiny_tokenizer
     from agentenvs.learners.llm.warm_start import collect_states
 
-    env = gym.make(args.env, **_env_kwargs(args))
+    from agentenvs.cli.train_flags import env_kwargs
+
+    env = gym.make(args.env, **env_kwargs(args))
     states = collect_states(
         Policy(None, build_tiny_tokenizer()), env, env.unwrapped.tasks.ids("train"), "format",
         max_states=256, prompt_style=args.config.prompt_style,
@@ -343,8 +344,9 @@ def run_recipe(args) -> dict[str, Any]:
     included), the peak of ``torch.cuda.max_memory_allocated`` (bytes; NaN off CUDA) and the
     learner's report lines (``report``)."""
     import torch
-    from agentenvs.learners.llm.cli import make_envs, make_policy, report_lines, train, warm_start
     from agentenvs.learners.llm.distributed import Distributed
+
+    from agentenvs.cli.train import make_envs, make_policy, report_lines, train, warm_start
 
     cuda = torch.cuda.is_available()
     if cuda:
@@ -415,7 +417,7 @@ def recipe_table(
     status = "ran" if isinstance(got, Mapping) else got or "planned only"
     head = [
         f"GPU recipe ({label}) on {device}: `examples/train_llm.py --model {args.model}` "
-        f"(learners/llm/cli.py RECIPES), Sokoban {args.env_kwargs}; {args.warm_start} warm start "
+        f"(agentenvs/cli/train_flags.py RECIPES), Sokoban {args.env_kwargs}; {args.warm_start} warm start "
         f"{args.warm_start_steps} steps (lr {args.warm_start_lr:g}), then {credit} "
         f"{cfg.iterations} iterations x {args.groups} groups x {args.group_size} "
         f"({cfg.ppo_epochs} epochs x {cfg.mini_batches} mini-batches, lr {cfg.lr:g}, warmup "
@@ -520,7 +522,7 @@ def _recipe(args: argparse.Namespace, device: str, device_bytes: int | None) -> 
     try:
         rargs = recipe_args(args.recipe_out, SMOKE_FLAGS if args.smoke else ())
         plan = plan_recipe(rargs, device_bytes)
-    except Exception as exc:  # noqa: BLE001 - reported in the tables (e.g. tyro missing)
+    except Exception as exc:  # noqa: BLE001 - reported in the tables (e.g. transformers missing)
         text = f"GPU recipe: failed before it ran: {type(exc).__name__}: {str(exc)[:200]}\n"
         print(text, flush=True)
         return text, True

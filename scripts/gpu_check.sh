@@ -12,13 +12,12 @@
 #   scripts/gpu_check.sh --recipe-only           # the recipe alone (no cases, no tests)
 #   scripts/gpu_check.sh --smoke                 # the recipe in miniature, CPU too (no tests)
 #
-# Beyond such a machine's image this needs only gymnasium, Farama-Notifications and (for the
-# recipe's command line) tyro, docstring-parser and typeguard, all pure Python. Offline, bring them
-# as wheels into .whl/ from a machine with pip, then run this script there:
+# Beyond such a machine's image this needs only gymnasium and Farama-Notifications, both pure
+# Python. Offline, bring them as wheels into .whl/ from a machine with pip, then run this script
+# there:
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #       --implementation cp --platform manylinux_2_28_x86_64 -d .whl \
-#       gymnasium==1.4.0 farama-notifications==0.0.4 tyro==1.0.17 docstring-parser==0.18.0 \
-#       typeguard==4.6.1
+#       gymnasium==1.4.0 farama-notifications==0.0.4
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=gpu_check.md
@@ -31,7 +30,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-if [ -d .whl ] && ! python3 -c "import gymnasium, tyro" 2>/dev/null; then
+if [ -d .whl ] && ! python3 -c "import gymnasium" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/agentenvs-site .whl/*.whl
   export PYTHONPATH="/tmp/agentenvs-site${PYTHONPATH:+:$PYTHONPATH}"
 fi

@@ -8,8 +8,8 @@ This package holds:
 * :mod:`agentenvs.cli.listing` - ``agentenvs list``: the registered env ids and credit methods.
 * :mod:`agentenvs.cli.play` - ``agentenvs play ENV_ID``: a person plays an env in the terminal.
 * :mod:`agentenvs.cli.bench` - ``agentenvs bench``: random-walk throughput of grouped vector envs.
-* :mod:`agentenvs.cli.train` - ``agentenvs train``: the LLM learner's main job (its flags and run
-  are :mod:`agentenvs.learners.llm.cli`).
+* :mod:`agentenvs.cli.train` - ``agentenvs train [ENV_ID]``: the LLM learner's main job (the run's
+  steps); :mod:`agentenvs.cli.train_flags` - its flags (recipes, ``TrainArgs``, the parser).
 * :mod:`agentenvs.cli.errors` - :class:`~agentenvs.cli.errors.CLIError` (exit status 2) and the
   checked env construction the subcommands share.
 

@@ -3,20 +3,22 @@
 This module holds :class:`BenchResult`, :func:`bench_env`, :func:`format_table` and the
 subcommand's :func:`add_parser` / :func:`run`.
 
-Each env runs as ``agentenvs.make_group_vec_env(env_id, num_envs // group_size, group_size,
-vectorization_mode=...)``. The policy is a random walk: each sub-env plays a uniformly drawn
+Each env runs as ``agentenvs.make_group_vec_env(env_id, groups, group_size,
+vectorization_mode=...)``: ``--groups`` groups of ``--group-size`` sub-envs, named as in
+``agentenvs train``. The policy is a random walk: each sub-env plays a uniformly drawn
 admissible action (``info["admissible_actions"]``, wrapped in ``<think></think><action>...</action>``
 for tagged envs), or a sample of the action space where there is no such list (``Discrete`` envs;
 a text env without admissible actions then sends short random text, mostly invalid). Measured, after one
 untimed warm-up reset:
 
 * ``steps/s``: sub-env steps per second over ``--steps`` sub-env steps (autoresets included);
-* ``resets/s``: sub-env resets per second over 3 full ``reset()`` calls (``num_envs`` resets each);
+* ``resets/s``: sub-env resets per second over 3 full ``reset()`` calls (one reset per sub-env
+  each);
 * ``episodes`` and ``won``: episodes finished during the walk and their success share.
 
->>> r = bench_env("agentenvs/Sokoban-v0", steps=16, num_envs=4, group_size=2)
->>> r.steps, r.num_envs, r.steps_per_s > 0, r.resets_per_s > 0
-(16, 4, True, True)
+>>> r = bench_env("agentenvs/Sokoban-v0", steps=16, groups=2, group_size=2)
+>>> r.steps, r.groups, r.group_size, r.steps_per_s > 0, r.resets_per_s > 0
+(16, 2, 2, True, True)
 """
 
 from __future__ import annotations
@@ -48,13 +50,19 @@ class BenchResult:
 
     env_id: str
     mode: str
-    num_envs: int
+    groups: int
+    group_size: int
     steps: int
     steps_per_s: float
     resets_per_s: float
     episodes: int
     won: float
     actions: str  # "admissible" or "sampled"
+
+    @property
+    def num_envs(self) -> int:
+        """Sub-envs: ``groups * group_size``."""
+        return self.groups * self.group_size
 
 
 def _random_text(rng: np.random.Generator, max_chars: int = 20) -> str:
@@ -81,31 +89,31 @@ def _action_formats(envs: Any, env_id: str, env_kwargs: dict[str, Any] | None) -
 def bench_env(
     env_id: str,
     steps: int = 2000,
-    num_envs: int = 8,
+    groups: int = 2,
     group_size: int = 4,
     vectorization: str = "sync",
     seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,
 ) -> BenchResult:
-    """Random-walk ``env_id`` for ``steps`` sub-env steps (rounded up to whole vector steps).
+    """Random-walk ``groups`` x ``group_size`` sub-envs of ``env_id`` for ``steps`` sub-env steps
+    (rounded up to whole vector steps).
 
     Raises:
         CLIError: unknown env id, bad sizes or bad keyword arguments.
         ValueError: an unknown ``vectorization`` mode (from Gymnasium).
     """
     check_env_id(env_id)
-    if steps < 1 or num_envs < 1 or group_size < 1:
+    if steps < 1 or groups < 1 or group_size < 1:
         raise CLIError(
-            f"--steps, --num-envs and --group-size must be >= 1, got {steps}, {num_envs}, {group_size}"
+            f"--steps, --groups and --group-size must be >= 1, got {steps}, {groups}, {group_size}"
         )
-    if num_envs % group_size:
-        raise CLIError(f"--group-size {group_size} must divide --num-envs {num_envs}")
+    num_envs = groups * group_size
     import agentenvs
 
     try:
         envs = agentenvs.make_group_vec_env(
             env_id,
-            num_envs // group_size,
+            groups,
             group_size,
             vectorization_mode=vectorization,
             **(env_kwargs or {}),
@@ -150,7 +158,8 @@ def bench_env(
     return BenchResult(
         env_id=env_id,
         mode=vectorization,
-        num_envs=num_envs,
+        groups=groups,
+        group_size=group_size,
         steps=vector_steps * num_envs,
         steps_per_s=vector_steps * num_envs / step_s,
         resets_per_s=RESET_CALLS * num_envs / reset_s,
@@ -163,16 +172,20 @@ def bench_env(
 def format_table(results: list[BenchResult]) -> str:
     """A fixed-width table, one row per env.
 
-    >>> print(format_table([BenchResult("e", "sync", 8, 2000, 12345.6, 789.0, 120, 0.05, "sampled")]))
-    env  mode  envs  steps  steps/s  resets/s  episodes  won    actions
-    e    sync     8   2000   12,346       789       120  0.050  sampled
+    >>> print(format_table([BenchResult("e", "sync", 2, 4, 2000, 12345.6, 789.0, 120, 0.05, "sampled")]))
+    env  mode  groups  size  steps  steps/s  resets/s  episodes  won    actions
+    e    sync       2     4   2000   12,346       789       120  0.050  sampled
     """
-    head = ("env", "mode", "envs", "steps", "steps/s", "resets/s", "episodes", "won", "actions")
+    head = (
+        "env", "mode", "groups", "size", "steps", "steps/s", "resets/s", "episodes", "won",
+        "actions",
+    )  # fmt: skip
     rows = [
         (
             r.env_id,
             r.mode,
-            str(r.num_envs),
+            str(r.groups),
+            str(r.group_size),
             str(r.steps),
             f"{r.steps_per_s:,.0f}",
             f"{r.resets_per_s:,.0f}",
@@ -183,7 +196,7 @@ def format_table(results: list[BenchResult]) -> str:
         for r in results
     ]
     widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-    left = {0, 1, 7, 8}
+    left = {0, 1, 8, 9}
 
     def line(row: tuple[str, ...]) -> str:
         cells = [
@@ -208,15 +221,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=["agentenvs/Sokoban-v0"],
         help="envs to measure (default: agentenvs/Sokoban-v0)",
     )
-    p.add_argument("--steps", type=int, default=2000, help="sub-env steps per env (default 2000)")
-    p.add_argument("--num-envs", type=int, default=8, help="sub-envs (default 8)")
-    p.add_argument("--group-size", type=int, default=4, help="sub-envs per group (default 4)")
-    p.add_argument("--vectorization", default="sync", help="sync, async or ray (default sync)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--steps", type=int, default=2000, help="sub-env steps per env (default: %(default)s)"
+    )
+    p.add_argument("--groups", type=int, default=2, help="groups (default: %(default)s)")
+    p.add_argument(
+        "--group-size", type=int, default=4, help="sub-envs per group (default: %(default)s)"
+    )
+    p.add_argument(
+        "--vectorization",
+        choices=("sync", "async", "ray"),
+        default="sync",
+        help="where the sub-envs run (default: %(default)s)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed (default: %(default)s)")
     p.add_argument("--env-kwargs", default=None, help="JSON keyword arguments for every env")
+    p.add_argument(
+        "--num-envs", help=argparse.SUPPRESS
+    )  # the old spelling: an error naming the new
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.num_envs is not None:
+        raise CLIError(
+            "--num-envs is now --groups G --group-size M, G x M sub-envs (e.g. --num-envs 8 "
+            "--group-size 4 is --groups 2 --group-size 4)"
+        )
     kwargs = parse_env_kwargs(args.env_kwargs)
     results = []
     for env_id in args.env_ids:
@@ -225,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
             bench_env(
                 env_id,
                 args.steps,
-                args.num_envs,
+                args.groups,
                 args.group_size,
                 args.vectorization,
                 args.seed,

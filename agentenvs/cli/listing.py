@@ -88,7 +88,9 @@ def format_listing() -> str:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     subparsers.add_parser(
-        "list", help="the registered env ids and credit methods", description=__doc__.split("\n")[0]
+        "list",
+        help="the registered env ids and credit methods",
+        description="The registered env ids and credit methods, one line each.",
     )
 
 

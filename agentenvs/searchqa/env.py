@@ -4,12 +4,12 @@ This module holds :class:`SearchQAEnv` and :func:`make_retriever`.
 
 An episode is one question. The first observation is the question; each turn the agent writes free
 text with ``<think>…</think>`` and either ``<search> query </search>`` (the env retrieves the
-``topk`` best passages and answers with an ``<information>`` block in ``format``) or
+``topk`` best passages and answers with an ``<information>`` block in ``action_format``) or
 ``<answer> text </answer>`` (the episode ends). The answer's exact match with a golden answer,
 after SQuAD normalisation, is the reward (``reward="f1"`` or ``"subem"`` for the others); every
 other turn earns 0. A turn with neither block is invalid: ``-invalid_action_penalty`` (0.01, the
-reference stack's), nothing retrieved, and the observation is empty (``format="verl"``) or
-Search-R1's "My previous action is invalid" message (``format="searchr1"``). A response with both
+reference stack's), nothing retrieved, and the observation is empty (``action_format="verl"``) or
+Search-R1's "My previous action is invalid" message (``action_format="searchr1"``). A response with both
 blocks, or more than one of either, runs its first block (the search wins) and is charged the
 penalty. ``max_steps`` (4) turns end the episode (``truncated``; reward 0 unless that turn
 answers); a search on the last turn retrieves nothing, as no one would read it.
@@ -118,7 +118,7 @@ def make_retriever(
 def _observation_space(retriever: Retriever, tasks: Sequence[QATask], topk: int) -> TextSpace:
     """Text of the questions and of ``topk`` passages of the retriever's corpus (as JSON escapes
     or as they are); a remote retriever's corpus is unknown: up to 1M characters, any of the
-    questions' characters (``format="searchr1"`` may then show others; vectorise it without
+    questions' characters (``action_format="searchr1"`` may then show others; vectorise it without
     shared memory)."""
     chars = {c for task in tasks for c in task.question}
     corpus = getattr(retriever, "corpus", None)
@@ -145,7 +145,10 @@ class SearchQAEnv(TextAgentEnv[str]):
             in-process retriever; ``timeout`` (s) bounds each request.
         topk: passages per search (3).
         max_steps: turns per episode (4).
-        format: ``"verl"`` (verl-agent's JSON-wrapped ``Doc i: …`` block) or ``"searchr1"``.
+        action_format: the turn protocol: ``"verl"`` (verl-agent's prompt and JSON-wrapped
+            ``Doc i: …`` block) or ``"searchr1"`` (Search-R1's prompt, block and invalid-turn
+            message). Both take ``<search>`` / ``<answer>`` actions. The old spelling ``format=``
+            raises ``TypeError`` naming this one.
         reward: ``"em"``, ``"f1"`` or ``"subem"`` of the final answer.
         invalid_action_penalty: an invalid turn earns ``-invalid_action_penalty`` (0.01).
         render_mode: ``None`` or ``"ansi"``.
@@ -166,13 +169,18 @@ class SearchQAEnv(TextAgentEnv[str]):
         timeout: float = 60.0,
         topk: int = 3,
         max_steps: int = 4,
-        format: str = "verl",
+        action_format: str = "verl",
         reward: str = "em",
         invalid_action_penalty: float = 0.01,
         render_mode: str | None = None,
+        **renamed: Any,
     ) -> None:
-        if format not in FORMATS:
-            raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+        if "format" in renamed:
+            raise TypeError("SearchQAEnv: format= is now action_format= ('verl' or 'searchr1')")
+        if renamed:
+            raise TypeError(f"SearchQAEnv got unexpected keyword arguments {sorted(renamed)}")
+        if action_format not in FORMATS:
+            raise ValueError(f"action_format must be one of {FORMATS}, got {action_format!r}")
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if isinstance(topk, bool) or not isinstance(topk, int) or topk < 1:
@@ -189,14 +197,14 @@ class SearchQAEnv(TextAgentEnv[str]):
             max_steps=max_steps,
             split=split,
             invalid_action_penalty=invalid_action_penalty,
-            action_format="plain",
+            action_format="plain",  # the base class's parse is not used: see _parse
             render_mode=render_mode,
         )
         self.retriever = make_retriever(
             retriever, corpus_path=corpus_path, search_url=search_url, timeout=timeout
         )
         self.topk = topk
-        self.format = format
+        self.action_format = action_format
         self.reward_mode = reward
         self.observation_space = _observation_space(self.retriever, tasks, topk)
         self.action_space = text_space()
@@ -209,12 +217,12 @@ class SearchQAEnv(TextAgentEnv[str]):
         self, style: str = "reference", history_length: int | None = None
     ) -> AgentPrompt:
         """``"reference"``: verl-agent's prompt (:class:`~agentenvs.searchqa.prompts.SearchPrompt`,
-        history 4), or Search-R1's under ``format="searchr1"``; ``"compact"``:
+        history 4), or Search-R1's under ``action_format="searchr1"``; ``"compact"``:
         :class:`~agentenvs.searchqa.prompts.CompactSearchPrompt`."""
         if check_prompt_style(style) == "compact":
             cls: type[SearchPrompt] = CompactSearchPrompt
         else:
-            cls = SearchR1Prompt if self.format == "searchr1" else SearchPrompt
+            cls = SearchR1Prompt if self.action_format == "searchr1" else SearchPrompt
         return cls() if history_length is None else cls(history_length=history_length)
 
     def expert_action(self) -> str | None:
@@ -252,7 +260,7 @@ class SearchQAEnv(TextAgentEnv[str]):
         # A block that runs although the format is wrong: the base class charges the penalty.
         self._format_ok, self._format_reason = parsed.valid or parsed.kind is None, parsed.reason
         if parsed.kind is None:
-            self._observation_text = SEARCHR1_INVALID if self.format == "searchr1" else ""
+            self._observation_text = SEARCHR1_INVALID if self.action_format == "searchr1" else ""
             return ParsedAction(None, False, parsed.reason)
         return ParsedAction(parsed.text, True)
 
@@ -282,7 +290,7 @@ class SearchQAEnv(TextAgentEnv[str]):
             self._search_error = f"{type(err).__name__}: {err}"
         self._retrieved.append([hit.id for hit in hits])
         self._evidence.update(self._evidence_in(hits))
-        self._observation_text = format_information(self.format, hits, self._search_error)
+        self._observation_text = format_information(self.action_format, hits, self._search_error)
         return 0.0, False
 
     def _evidence_in(self, hits: Sequence[Hit]) -> set[str]:

@@ -36,7 +36,7 @@ __all__ = [
     "verl_information",
 ]
 
-#: The observation formats (``format=`` of the env).
+#: The observation formats (``action_format=`` of the env).
 FORMATS = ("verl", "searchr1")
 
 #: Search-R1's observation after a response with neither ``<search>`` nor ``<answer>``.

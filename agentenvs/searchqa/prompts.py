@@ -4,8 +4,8 @@ This module holds :data:`SEARCH_TEMPLATE_NO_HIS` and :data:`SEARCH_TEMPLATE` (ve
 ``prompts/search.py``, trailing spaces included), :data:`SEARCH_R1_PROMPT` (Search-R1's
 ``template_type="base"`` instruction, its ``as your want`` included), :func:`search_r1_question`,
 :func:`search_history` (verl-agent's ``SearchMemory`` lines) and the prompt classes
-:class:`SearchPrompt` (``"reference"`` with ``format="verl"``), :class:`SearchR1Prompt`
-(``"reference"`` with ``format="searchr1"``) and :class:`CompactSearchPrompt` (``"compact"``).
+:class:`SearchPrompt` (``"reference"`` with ``action_format="verl"``), :class:`SearchR1Prompt`
+(``"reference"`` with ``action_format="searchr1"``) and :class:`CompactSearchPrompt` (``"compact"``).
 
 The memory stores each turn's projected action (``<search>q</search>``, ``<answer>a</answer>`` or
 ``""``); the information a turn returned is the observation that followed it.

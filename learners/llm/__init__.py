@@ -26,8 +26,6 @@ The loop and its parts
 Model, sampling and rollouts
 
 * :mod:`~agentenvs.learners.llm.config` - :class:`TrainConfig`, every default with its source.
-* :mod:`~agentenvs.learners.llm.cli` - ``agentenvs train`` / ``examples/train_llm.py``: flags generated
-  from :class:`TrainConfig` (tyro), the main job's recipes and the run's steps.
 * :mod:`~agentenvs.learners.llm.policy` - model + tokenizer + chat template; response-token forward pass.
 * :mod:`~agentenvs.learners.llm.generation` - the HF ``generate`` sampling backend.
 * :mod:`~agentenvs.learners.llm.vllm_generator` - the vLLM backend (CUDA): log-probs, weight and LoRA sync,

@@ -23,28 +23,40 @@ ValueError: backend must be 'hf' or 'vllm', got 'tpu'
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from agentenvs.core.prompting import PROMPT_STYLES
 
 #: verl's loss aggregation modes (see :mod:`agentenvs.learners.llm.loss`; defined here, where reading the
 #: configuration needs no torch).
-LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
+LossAggMode = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
+LOSS_AGG_MODES: tuple[str, ...] = get_args(LossAggMode)
 
 #: Decoding in evaluation: ``"greedy"`` (argmax) or ``"sampled"`` (at the training temperature).
-EVAL_MODES = ("greedy", "sampled")
+EvalMode = Literal["greedy", "sampled"]
+EVAL_MODES: tuple[str, ...] = get_args(EvalMode)
+
+#: ``TrainConfig.prompt_style`` choices (:data:`agentenvs.core.prompting.PROMPT_STYLES`).
+PromptStyle = Literal["compact", "reference"]
+
+#: ``TrainConfig.backend`` choices.
+Backend = Literal["hf", "vllm"]
 
 #: ``TrainConfig.weight_dtype`` choices.
-WEIGHT_DTYPES = ("float32", "bfloat16", "float16")
+WeightDtype = Literal["float32", "bfloat16", "float16"]
+WEIGHT_DTYPES: tuple[str, ...] = get_args(WeightDtype)
 
 #: ``TrainConfig.autocast`` choices.
-AUTOCAST_MODES = ("auto", "bfloat16", "float16", "none")
+AutocastMode = Literal["auto", "bfloat16", "float16", "none"]
+AUTOCAST_MODES: tuple[str, ...] = get_args(AutocastMode)
 
 #: ``TrainConfig.parallel`` choices (data parallelism under ``torchrun``).
-PARALLEL_MODES = ("ddp", "fsdp")
+ParallelMode = Literal["ddp", "fsdp"]
+PARALLEL_MODES: tuple[str, ...] = get_args(ParallelMode)
 
 #: ``TrainConfig.store`` choices: a trajectory-store format, or none.
-STORE_CHOICES = ("jsonl", "parquet", "none")
+StoreChoice = Literal["jsonl", "parquet", "none"]
+STORE_CHOICES: tuple[str, ...] = get_args(StoreChoice)
 
 __all__ = [
     "TrainConfig",
@@ -200,7 +212,7 @@ class TrainConfig:
     clip_ratio: float = 0.2
     clip_ratio_high: float | None = None
     clip_ratio_c: float | None = 3.0
-    loss_agg_mode: str = "token-mean"
+    loss_agg_mode: LossAggMode = "token-mean"
     kl_coef: float = 0.01
     entropy_coef: float = 0.0
     ppo_epochs: int = 1
@@ -215,14 +227,14 @@ class TrainConfig:
     stop_at_action_end: bool = True
     mask_truncated: bool = False
     history_length: int | None = None
-    prompt_style: str = "compact"
+    prompt_style: PromptStyle = "compact"
     eval_every: int = 0
     eval_splits: tuple[str, ...] | None = None
     eval_tasks: int = 64
-    eval_modes: tuple[str, ...] = EVAL_MODES
+    eval_modes: tuple[EvalMode, ...] = ("greedy", "sampled")
     checkpoint_every: int = 0
     seed: int = 0
-    backend: str = "hf"
+    backend: Backend = "hf"
     gen_batch_size: int = 32
     vllm_gpu_memory_utilization: float = 0.4
     vllm_max_model_len: int | None = None
@@ -230,15 +242,15 @@ class TrainConfig:
     vllm_sleep: bool = False
     vllm_max_lora_rank: int | None = None
     logprob_check_samples: int = 4
-    weight_dtype: str = "float32"
+    weight_dtype: WeightDtype = "float32"
     master_weights: bool = True
-    autocast: str = "auto"
+    autocast: AutocastMode = "auto"
     gradient_checkpointing: bool = False
     ref_offload: bool = False
     lora_rank: int = 0
     torch_threads: int = 0
-    parallel: str = "ddp"
-    store: str = "jsonl"
+    parallel: ParallelMode = "ddp"
+    store: StoreChoice = "jsonl"
     store_extras: bool = False
 
     def __post_init__(self) -> None:

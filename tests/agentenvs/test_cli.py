@@ -99,32 +99,38 @@ def test_bench_prints_a_table():
         "agentenvs/SokobanDiscrete-v0",
         "--steps",
         "32",
-        "--num-envs",
-        "4",
+        "--groups",
+        "2",
         "--group-size",
         "2",
     )
     assert out.returncode == 0, out.stderr
     head, *rows = out.stdout.strip().splitlines()
-    assert head.split()[:6] == ["env", "mode", "envs", "steps", "steps/s", "resets/s"]
+    assert head.split()[:7] == ["env", "mode", "groups", "size", "steps", "steps/s", "resets/s"]
     assert [r.split()[0] for r in rows] == ["agentenvs/Sokoban-v0", "agentenvs/SokobanDiscrete-v0"]
     for row in rows:
         cells = row.split()
-        assert cells[1] == "sync" and cells[2] == "4" and cells[3] == "32"
-        assert float(cells[4].replace(",", "")) > 0 and float(cells[5].replace(",", "")) > 0
+        assert cells[1] == "sync" and cells[2:5] == ["2", "2", "32"]
+        assert float(cells[5].replace(",", "")) > 0 and float(cells[6].replace(",", "")) > 0
     assert rows[0].split()[-1] == "admissible" and rows[1].split()[-1] == "sampled"
 
 
 def test_bench_usage_errors_exit_2():
     for args in (
-        ["--num-envs", "5", "--group-size", "2"],
+        ["--groups", "0"],
         ["--vectorization", "bogus"],
         ["agentenvs/Nope-v0"],
+        ["--num-envs", "8"],  # the old spelling
     ):
         out = agentenvs("bench", *args, "--steps", "8")
         assert out.returncode == 2, (args, out.stderr)
         assert out.stderr.splitlines()[-1].startswith("agentenvs bench: error: ")
         assert "Traceback" not in out.stderr
+    out = agentenvs("bench", "--num-envs", "8", "--group-size", "4")
+    assert out.stderr == (
+        "agentenvs bench: error: --num-envs is now --groups G --group-size M, G x M sub-envs "
+        "(e.g. --num-envs 8 --group-size 4 is --groups 2 --group-size 4)\n"
+    )
 
 
 def test_view_writes_the_page_and_rejects_a_non_run(tmp_path):
@@ -219,7 +225,7 @@ def test_python_dash_m_cli_help():
 
 #: Every flag spelling the README and docs use with ``examples/train_llm.py`` / ``agentenvs train``.
 README_FLAGS = [
-    "--env", "agentenvs/Sokoban-v0", "--credit", "gigpo", "--rollout", "sequential",
+    "agentenvs/Sokoban-v0", "--credit", "gigpo", "--rollout", "sequential",
     "--vectorization", "async", "--ray-address", "auto", "--state-keys", "none",
     "--credit-config", '{"gamma": 0.5}', "--groups", "3", "--group-size", "2", "--model", "tiny",
     "--warm-start", "format", "--warm-start-steps", "5", "--eval-untrained", "--backend", "vllm",
@@ -238,9 +244,13 @@ README_FLAGS = [
 
 
 def test_train_flags_keep_their_spellings_and_come_from_train_config():
-    cli = pytest.importorskip("agentenvs.learners.llm.cli")
-    args = cli.parse_args(README_FLAGS)
+    from agentenvs.learners.llm.config import TrainConfig
+
+    from agentenvs.cli import train_flags as flags
+
+    args = flags.parse_args(README_FLAGS)
     config = args.config
+    assert args.env == "agentenvs/Sokoban-v0"
     assert (args.rollout, args.groups, args.group_size, args.max_steps) == ("sequential", 3, 2, 2)
     assert (args.vectorization, args.ray_address, args.state_keys) == ("async", "auto", "none")
     assert args.credit_config.gamma == 0.5 and args.env_kwargs == {"max_solution_steps": 2}
@@ -251,7 +261,7 @@ def test_train_flags_keep_their_spellings_and_come_from_train_config():
         "runs/x",
         True,
     )
-    assert args.eval_untrained and not cli.parse_args([]).eval_untrained
+    assert args.eval_untrained and not flags.parse_args([]).eval_untrained
     assert (config.prompt_style, config.torch_threads, config.lora_rank) == ("reference", 1, 4)
     assert config.eval_modes == ("greedy",) and config.eval_splits == ("test_seen", "test_unseen")
     assert (config.iterations, config.lr, config.kl_coef, config.clip_ratio_c) == (
@@ -262,31 +272,129 @@ def test_train_flags_keep_their_spellings_and_come_from_train_config():
     )
     assert not config.stop_at_action_end and config.mask_truncated and config.store_extras
     assert (config.backend, config.parallel, config.weight_dtype) == ("vllm", "fsdp", "bfloat16")
-    assert cli.parse_args(["--lora-rank", "4"]).config.lora_rank == 0  # a rank needs --lora
-    assert cli.parse_args(["--max-new-tokens", "None"]).config.max_new_tokens is None
+    assert flags.parse_args(["--lora-rank", "4"]).config.lora_rank == 0  # a rank needs --lora
+    assert flags.parse_args(["--max-new-tokens", "None"]).config.max_new_tokens is None
+    # ENV_ID anywhere on the line, as argparse takes positionals
+    assert flags.parse_args(["--iterations", "1", "agentenvs/ALFWorld-v0"]).env.endswith(
+        "ALFWorld-v0"
+    )
     # every TrainConfig field but lora_rank is a flag, listed with its help in --help
     out = agentenvs("train", "--help")
-    assert out.returncode == 0 and "--kl-coef FLOAT" in out.stdout
-    names = [f.name for f in dataclasses.fields(cli.TrainConfig) if f.name != "lora_rank"]
+    assert out.returncode == 0 and "--kl-coef X" in out.stdout
+    names = [f.name for f in dataclasses.fields(TrainConfig) if f.name != "lora_rank"]
     for name in names:
-        flag = "--" + cli.FLAG_NAMES.get(name, name).replace("_", "-")
+        flag = "--" + flags.FLAG_NAMES.get(name, name).replace("_", "-")
         assert flag in out.stdout, flag
 
 
+def test_train_help_is_grouped_plain_text_with_choices_and_recipe_defaults():
+    out = agentenvs("train", "--help")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert text.startswith("usage: agentenvs train [ENV_ID] [FLAGS]\n")
+    titles = re.findall(r"^(\S[^:\n]*):$", text, re.M)
+    assert titles == ["options", "env", "credit", "model and warm start", "rollout",
+                      "optimisation", "evaluation", "backend and GPU", "output"]  # fmt: skip
+    assert not re.search(r":(class|mod|func|data|meth|attr):|``|`[^`]+`_", text)  # no raw RST
+    # closed choices (Literal fields of TrainConfig and TrainArgs) are listed as choices
+    for choice in (
+        "--backend {hf,vllm}",
+        "--loss-agg-mode {token-mean,seq-mean-token-sum,seq-mean-token-mean}",
+        "--prompt {compact,reference}",
+        "--weight-dtype {float32,bfloat16,float16}",
+        "--autocast {auto,bfloat16,float16,none}",
+        "--parallel {ddp,fsdp}",
+        "--store {jsonl,parquet,none}",
+        "--warm-start {format,demo,none}",
+        "--export {merged,adapter,none}",
+        "--eval-modes greedy,sampled",
+    ):
+        assert choice in text, choice
+    # a flag a recipe sets says so, with the value it has without one; the others their default
+    help_of = {m[0]: m[1] for m in re.findall(r"^  (--[\w-]+)[^\n]*?  (\S[^\n]*(?:\n {20,}\S[^\n]*)*)", text, re.M)}  # fmt: skip
+    assert "(default: recipe, else 6)" in " ".join(help_of["--iterations"].split())
+    assert "(default: recipe, else grpo)" in " ".join(help_of["--credit"].split())
+    assert "(default: 0.2)" in help_of["--clip-ratio"]
+    assert len(text.splitlines()) < 160
+
+
+def test_one_default_credit_method_for_the_wrappers_and_train():
+    import inspect
+
+    from agentenvs.wrappers import CreditWrapper, VectorCreditWrapper
+
+    from agentenvs.cli import train_flags as flags
+
+    wrapper_default = inspect.signature(VectorCreditWrapper).parameters["method"].default
+    assert flags.DEFAULT_CREDIT == CreditWrapper.method == wrapper_default == "grpo"
+    assert flags.TrainArgs().credit == flags.DEFAULT_CREDIT
+    assert flags.parse_args(["agentenvs/WebShop-v0"]).credit == "grpo"  # no recipe
+    for key, recipe in flags.RECIPES.items():  # each recipe names the method it was tuned with
+        assert recipe["credit"] == "graph", key
+    assert flags.parse_args([]).credit == "graph"  # the main job
+
+
+def test_groups_and_group_size_are_named_alike_in_every_subcommand():
+    train = agentenvs("train", "--help").stdout
+    bench = agentenvs("bench", "--help").stdout
+    for text in (train, bench):
+        assert "--groups N" in text or "--groups GROUPS" in text
+        assert "--group-size" in text and "--num-envs" not in text
+
+
+def test_every_subcommands_help_is_plain_text():
+    for command in ("list", "play", "view", "bench", "train", "serve"):
+        out = agentenvs(command, "--help")
+        assert out.returncode == 0, (command, out.stderr)
+        assert not re.search(r":(class|mod|func|data|meth|attr):|``", out.stdout), command
+
+
+def test_train_old_spellings_name_the_new_ones():
+    for argv, message in (
+        (
+            ["--env", "agentenvs/ALFWorld-v0"],
+            "the env id is positional now: agentenvs train ENV_ID",
+        ),
+        (["--env=agentenvs/ALFWorld-v0"], "the env id is positional now"),
+        (["--format-warm-start", "3"], "--format-warm-start N is now --warm-start format"),
+    ):
+        out = agentenvs("train", *argv)
+        assert out.returncode == 2, (argv, out.stderr)
+        (line,) = out.stderr.splitlines()
+        assert line.startswith("agentenvs train: error: ") and message in line, line
+    out = subprocess.run(
+        [sys.executable, "examples/train_llm.py", "--env", "agentenvs/Sokoban-v0"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2 and out.stderr.startswith(
+        "train_llm.py: error: the env id is positional now: train_llm.py ENV_ID"
+    )
+
+
 def test_train_rejects_bad_values_and_unknown_field_types():
-    cli = pytest.importorskip("agentenvs.learners.llm.cli")
+    from agentenvs.cli import train_flags as flags
+
     assert main(["train", "--iterations", "x"]) == 2
-    assert main(["train", "--backend", "tpu"]) == 2  # TrainConfig's own check
+    assert main(["train", "--backend", "tpu"]) == 2  # a Literal's choices
+    assert main(["train", "--clip-ratio-c", "0.5"]) == 2  # TrainConfig's own check
     assert main(["train", "--credit", "nope"]) == 2
     assert main(["train", "--export", "adapter"]) == 2  # needs --lora
 
     @dataclasses.dataclass
     class Config:
-        steps: int = 1
+        iterations: int = 1
         schedule: Trajectory | None = None  # no parser for this type: never guessed as int
 
     with pytest.raises(TypeError, match="Config.schedule: no command-line parser"):
-        cli.config_flags(Config)
+        flags.build_parser(config_class=Config)
+
+    @dataclasses.dataclass
+    class Undocumented:
+        iterations: int = 1
+        new_knob: int = 2  # a field without a help line is an error too
+
+    with pytest.raises(TypeError, match="Undocumented.new_knob: no help line"):
+        flags.build_parser(config_class=Undocumented)
 
 
 def test_commands_but_train_never_import_the_learner():

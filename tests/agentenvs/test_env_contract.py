@@ -28,6 +28,7 @@ from agentenvs.wrappers.grouping import GroupAssembler
 from gymnasium.utils.env_checker import check_env
 
 import agentenvs
+from agentenvs.cli import train, train_flags
 from agentenvs.core import EpisodeMemory, Step, TaskPanel, TextAgentEnv, Trajectory, text_space
 from agentenvs.core.prompting import agent_prompt_for
 
@@ -249,7 +250,7 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)  # --import searches the current directory
     monkeypatch.syspath_prepend(str(ROOT))
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
-    parse_args = pytest.importorskip("agentenvs.learners.llm.cli").parse_args
+    parse_args = train_flags.parse_args
     argv = ["--import", "my_credit", "--credit", "mine", "--max-steps", "2"]
     try:
         args = parse_args([*argv, "--credit-config", '{"value": 2.0}'])
@@ -284,7 +285,7 @@ def test_train_llm_imports_user_modules_before_checking_credit(tmp_path, monkeyp
 
 
 def test_env_module_id_finds_a_module_in_the_current_directory(tmp_path, monkeypatch):
-    """``--env module:Id`` alone (no ``--import``) finds ``module`` in the current directory, as
+    """An ENV_ID ``module:Id`` alone (no ``--import``) finds ``module`` in the current directory, as
     ``--import`` does: the module registers the id, and the flags check against it."""
     entry = "tests.agentenvs.test_env_contract:Counter"
     (tmp_path / "my_envs.py").write_text(
@@ -293,9 +294,8 @@ def test_env_module_id_finds_a_module_in_the_current_directory(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (str(tmp_path), "")])
-    cli = pytest.importorskip("agentenvs.learners.llm.cli")
     try:
-        args = cli.parse_args(["--env", "my_envs:user_envs/Counter-v0", "--max-steps", "2"])
+        args = train_flags.parse_args(["my_envs:user_envs/Counter-v0", "--max-steps", "2"])
         assert str(tmp_path) in sys.path
         env = gym.make(args.env, max_steps=2)
         assert env.reset(seed=0)[1]["task"].startswith("reach")
@@ -318,11 +318,9 @@ def test_the_docs_complete_example_env_trains(tmp_path, monkeypatch, capsys):
     (tmp_path / "walk_env.py").write_text(_doc_example())
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
-    cli = pytest.importorskip("agentenvs.learners.llm.cli")
+    pytest.importorskip("transformers")
     try:
-        cli.import_user_modules(
-            ["--env", "walk_env:walk/Walk-v0"]
-        )  # puts the directory on the path
+        train_flags.import_user_modules(["walk_env:walk/Walk-v0"])  # puts the directory on the path
         env = gym.make("walk_env:walk/Walk-v0")
         check_env(env.unwrapped, skip_render_check=True)
         obs, info = env.reset(options={"task_id": "0-3"})
@@ -330,10 +328,10 @@ def test_the_docs_complete_example_env_trains(tmp_path, monkeypatch, capsys):
             move = env.unwrapped.expert_action()
             obs, reward, terminated, *_ = env.step(f"<think></think><action>{move}</action>")
         assert terminated and reward == 1.0 and "cell 3" in obs
-        flags = ["--env", "walk_env:walk/Walk-v0", "--warm-start", "demo"]
+        flags = ["walk_env:walk/Walk-v0", "--warm-start", "demo"]
         flags += ["--warm-start-steps", "20", "--iterations", "1", "--groups", "2"]
         flags += ["--group-size", "2", "--eval-tasks", "4", "--no-progress", "--export", "none"]
-        assert cli.main([*flags, "--threads", "1", "--out", str(tmp_path / "run")]) == 0
+        assert train.main([*flags, "--threads", "1", "--out", str(tmp_path / "run")]) == 0
         lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("test success")]
         assert len(lines) == 2 and all("valid actions" in x for x in lines)
         assert (tmp_path / "run" / "metrics.csv").exists()
@@ -345,8 +343,8 @@ def test_the_docs_complete_example_env_trains(tmp_path, monkeypatch, capsys):
 def test_runs_never_overwrite_each_other(tmp_path, monkeypatch, capsys):
     """Without ``--out`` every run gets a new directory; an ``--out`` holding a run needs
     ``--resume`` or ``--overwrite``; ``--resume`` needs ``--out``."""
-    cli = pytest.importorskip("agentenvs.learners.llm.cli")
-    args = cli.parse_args(["--env", "agentenvs/Sokoban-v0"])
+    cli = train
+    args = cli.parse_args(["agentenvs/Sokoban-v0"])
     first, second = (cli.run_dir(args, root=tmp_path) for _ in range(2))
     assert first != second and all(Path(p).is_dir() for p in (first, second))
     assert Path(first).name.startswith("Sokoban-v0-tiny-")
@@ -363,13 +361,13 @@ def test_runs_never_overwrite_each_other(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.slow  # about 25 s: a real (tiny) training run
 def test_train_llm_runs_a_user_method_on_a_user_env_id(tmp_path):
-    """``--import`` loads the method, ``--env module:Id`` the env, end to end."""
+    """``--import`` loads the method, an ENV_ID ``module:Id`` the env, end to end."""
     pytest.importorskip("transformers")
     entry = "agentenvs.sokoban.env:SokobanEnv"
     (tmp_path / "my_credit.py").write_text(textwrap.dedent(USER_MODULE.format(entry=entry)))
     args = [sys.executable, str(ROOT / "examples" / "train_llm.py"), "--import", "my_credit"]
     args += ["--credit", "mine", "--credit-config", '{"value": 2.0}', "--max-steps", "1"]
-    args += ["--env", "my_credit:user_envs/Counter-v0", "--env-kwargs", '{"max_solution_steps": 1}']
+    args += ["my_credit:user_envs/Counter-v0", "--env-kwargs", '{"max_solution_steps": 1}']
     args += [
         "--iterations",
         "1",

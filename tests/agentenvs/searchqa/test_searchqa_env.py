@@ -115,7 +115,7 @@ def test_invalid_turns(qa_file):
     assert info["num_searches"] == 1 and info["answer"] is None
     _, _, _, truncated, info = env.step("still nothing")
     assert truncated and info["step"] == 4
-    env = make(qa_file, format="searchr1", invalid_action_penalty=0.5)
+    env = make(qa_file, action_format="searchr1", invalid_action_penalty=0.5)
     obs, reward, *_ = env.step("nothing")
     assert obs == SEARCHR1_INVALID and reward == -0.5
     obs, *_ = env.step("<search>Stanley Kubrick</search>")
@@ -165,11 +165,22 @@ def test_retriever_failure_is_an_observation(qa_file):
 
 
 def test_configuration_errors(qa_file):
-    for kwargs in ({"format": "xml"}, {"reward": "bleu"}, {"topk": 0}, {"retriever": "tfidf"}):
+    for kwargs in (
+        {"action_format": "xml"},
+        {"reward": "bleu"},
+        {"topk": 0},
+        {"retriever": "tfidf"},
+    ):
         with pytest.raises(ValueError):
             SearchQAEnv(qa_path=qa_file, **kwargs)
     with pytest.raises(ValueError, match="unknown task id"):
         SearchQAEnv(qa_path=qa_file).reset(options={"task_id": "nope"})
+    # the old spelling of action_format: one line naming the new one, through gym.make too
+    with pytest.raises(TypeError, match=r"^SearchQAEnv: format= is now action_format= "):
+        gym.make("agentenvs/SearchQA-v0", qa_path=qa_file, format="searchr1")
+    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+        SearchQAEnv(qa_path=qa_file, fromat="verl")
+    assert SearchQAEnv(qa_path=qa_file, action_format="searchr1").action_format == "searchr1"
 
 
 def test_gym_make_check_env_and_prompts(qa_file):
@@ -180,7 +191,7 @@ def test_gym_make_check_env_and_prompts(qa_file):
     prompt = env.get_wrapper_attr("agent_prompt")("reference")
     assert type(prompt).__name__ == "SearchPrompt" and prompt.history_length == 4
     assert type(env.get_wrapper_attr("agent_prompt")("compact")).__name__ == "CompactSearchPrompt"
-    r1 = SearchQAEnv(qa_path=qa_file, format="searchr1").agent_prompt("reference")
+    r1 = SearchQAEnv(qa_path=qa_file, action_format="searchr1").agent_prompt("reference")
     assert type(r1).__name__ == "SearchR1Prompt"
 
 

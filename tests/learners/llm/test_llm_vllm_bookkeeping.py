@@ -19,7 +19,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from agentenvs.learners.llm.cli import MAIN_JOB_ENV, RECIPES, parse_args  # noqa: E402
 from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
 from agentenvs.learners.llm.policy import Policy  # noqa: E402
 from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer  # noqa: E402
@@ -32,6 +31,8 @@ from agentenvs.learners.llm.vllm_generator import (  # noqa: E402
     vllm_lora_rank,
 )
 from agentenvs.wrappers import GraphCreditWrapper  # noqa: E402
+
+from agentenvs.cli.train_flags import MAIN_JOB_ENV, RECIPES, parse_args  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -373,12 +374,12 @@ def test_vllm_and_export_flags():
     args = parse_args(["--model", "smollm2", "--lr", "3e-5"])
     assert args.lora and args.config.temperature == 0.7 and args.config.lr == 3e-5  # flag > recipe
     assert args.config.lora_rank == 16
-    args = parse_args(["--env", "agentenvs/ALFWorld-v0"])  # the ALFWorld line's recipe
+    args = parse_args(["agentenvs/ALFWorld-v0"])  # the ALFWorld line's recipe
     assert args.env_kwargs == {"max_steps": 8, "drop_help": True} and args.warm_start_steps == 120
     assert (args.groups, args.group_size, args.config.eval_tasks) == (4, 4, 12)
-    args = parse_args(["--env", "agentenvs/ALFWorld-v0", "--model", "smollm2"])  # no recipe
+    args = parse_args(["agentenvs/ALFWorld-v0", "--model", "smollm2"])  # no recipe
     assert args.env_kwargs is None and args.warm_start == "none" and args.config == defaults
-    args = parse_args(["--env", "agentenvs/SearchQA-v0"])  # TrainConfig's defaults, env's options
+    args = parse_args(["agentenvs/SearchQA-v0"])  # TrainConfig's defaults, env's options
     assert args.env_kwargs is None and args.warm_start == "none" and args.config == defaults
     argv = [
         "--backend=vllm",

@@ -14,7 +14,6 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from agentenvs.learners.llm.cli import parse_args  # noqa: E402
 from agentenvs.learners.llm.config import TrainConfig  # noqa: E402
 from agentenvs.learners.llm.generation import HFGenerator, Sample  # noqa: E402
 from agentenvs.learners.llm.policy import Policy  # noqa: E402
@@ -32,6 +31,7 @@ from agentenvs.wrappers import GraphCreditWrapper, VectorCreditWrapper  # noqa: 
 from llm_fixtures import tiny_policy, tiny_tokenizer  # noqa: E402
 
 import agentenvs  # noqa: E402
+from agentenvs.cli.train_flags import parse_args  # noqa: E402
 from agentenvs.core import EpisodeMemory, TaskPanel, TextAgentEnv, text_space  # noqa: E402
 from agentenvs.core.prompting import agent_prompt_for  # noqa: E402
 
@@ -239,7 +239,7 @@ def test_an_env_without_an_expert_is_a_one_line_usage_error(capsys):
     gym.register("test/Walk-v0", entry_point=Walk)
     try:
         with pytest.raises(SystemExit) as exit_:
-            parse_args(["--env", "test/Walk-v0", "--warm-start", "demo"], prog="train_llm.py")
+            parse_args(["test/Walk-v0", "--warm-start", "demo"], prog="train_llm.py")
     finally:
         del gym.registry["test/Walk-v0"]
     assert exit_.value.code == 2
