@@ -7,7 +7,8 @@ While the abusers hoard sessions, try to hijack them, send huge bodies and messa
 JSON, 200 slowloris connections, a metadata flood and whole sessions one after another, a
 victim plays Sokoban over ``make_remote``: its episodes equal the in-process ones, its p99 step
 latency stays within :data:`LATENCY_RATIO` of its p99 unloaded (plus the machine's scheduling
-jitter, :data:`JITTER_S`) and its median within :data:`LATENCY_RATIO`, no abuser ever sees a 5xx or
+jitter, :data:`JITTER_S`) and its median within :data:`LATENCY_RATIO` (plus
+:data:`MEDIAN_JITTER_S`), no abuser ever sees a 5xx or
 gets past a check, and the server's RSS grows by at most :data:`RSS_BOUND_MB`. The quick run
 abuses for 12 s (past the 10 s head deadline) with 100 sequential sessions; ``slow`` for 40 s with 1,000.
 """
@@ -46,6 +47,9 @@ UNLOADED_S = 3.0  # seconds of unloaded play the p99 is measured over
 #: 7-17 ms between 3-s windows (median 0.5-1.5 ms), as other jobs took the cores.
 LATENCY_RATIO = 3.0
 JITTER_S = 0.025
+#: The median's share of that jitter: at load 7 on 2 cores the victim's median went 0.96 ->
+#: 4.4 ms under abuse (the abusers' own process takes a core); a starved server is seconds.
+MEDIAN_JITTER_S = 0.005
 #: The server's RSS growth from before the abuse to after it, in MiB.
 RSS_BOUND_MB = 32
 
@@ -125,4 +129,4 @@ def test_a_victim_plays_on_through_abuse(seconds, sequential):
     assert report["slowloris"]["seen"].get("closed-by-server", 0) > 0
     assert rounds >= 1 and growth <= RSS_BOUND_MB
     assert p99(loaded) <= LATENCY_RATIO * p99(unloaded) + JITTER_S
-    assert np.median(loaded) <= LATENCY_RATIO * np.median(unloaded)
+    assert np.median(loaded) <= LATENCY_RATIO * np.median(unloaded) + MEDIAN_JITTER_S
