@@ -20,10 +20,8 @@ import os
 import pkgutil
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # a plain (non-editable) checkout: agentenvs imports from the tree
-    sys.path.insert(0, ROOT)
-
+# agentenvs must be installed (scripts/test.sh installs it editable): agentenvs.wrappers and
+# agentenvs.learners exist only under the install's package-dir mapping, not on a bare sys.path.
 project = "agentenvs"
 author = "the agentenvs authors"
 copyright = "the agentenvs authors"
@@ -61,7 +59,8 @@ autodoc_preserve_defaults = True
 autodoc_mock_imports = [
     name
     for name in (
-        "verl trl datasets ray vllm stable_baselines3 skyrl_gym verifiers openenv fastapi fastmcp uvicorn"
+        "verl trl datasets ray vllm stable_baselines3 skyrl_gym verifiers"
+        " openenv fastapi fastmcp uvicorn pydantic"
     ).split()
     if importlib.util.find_spec(name) is None
 ]

@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q "sphinx==8.1.3" "myst-parser==4.0.1" "furo==2025.12.19"
 rm -rf build/docs
-python -m sphinx -b html -W --keep-going -q docs build/docs/html
+python -m sphinx -b html -W --keep-going -q -j auto docs build/docs/html
 python scripts/check_doc_links.py build/docs/html
