@@ -88,13 +88,18 @@ def _modules(package: str) -> list[str]:
     return sorted(names)
 
 
+#: id(object) -> (home module, name there), for every class and function of the reference.
+HOMES: dict[int, tuple[str, str]] = {}
+
+
 def api_pages(app: object) -> None:
     """Write docs/api/_generated/<module>.rst for every public module of API_PACKAGES.
 
     A class or function is described once, at its most public home: the shortest module path
     that defines it or lists it in ``__all__`` (``agentenvs.Trajectory`` rather than
     ``agentenvs.core.trajectory.Trajectory``). The other modules that export it link there, and
-    autodoc's ``:canonical:`` keeps the defining module's full name resolvable in cross-references.
+    autodoc's ``:canonical:`` keeps the defining module's full name resolvable in cross-references;
+    any other name of the object resolves through :func:`_resolve_by_object`.
     """
     from sphinx.ext.autodoc.mock import mock
 
@@ -106,6 +111,7 @@ def api_pages(app: object) -> None:
         modules = {name: importlib.import_module(name) for name in names}
     exported: dict[str, dict[str, object]] = {}  # module -> {name: object}, classes and functions
     homes: dict[int, str] = {}  # id(object) -> home module
+    HOMES.clear()
     for name, mod in modules.items():
         public = getattr(mod, "__all__", None)
         members = {}
@@ -123,6 +129,10 @@ def api_pages(app: object) -> None:
             home = homes.get(id(value))
             if home is None or rank < (home.count("."), value.__module__ != home, home):
                 homes[id(value)] = name
+    for name in names:
+        for attr, value in exported[name].items():
+            if homes[id(value)] == name:
+                HOMES[id(value)] = (name, attr)
     written = set()
     for name in names:
         elsewhere = sorted(
@@ -137,10 +147,10 @@ def api_pages(app: object) -> None:
         lines.append("")
         if elsewhere:
             lines += ["Also exported here, described at their home:", ""]
-            for attr, home in elsewhere:
+            for attr, _ in elsewhere:
                 value = exported[name][attr]
                 role = "class" if inspect.isclass(value) else "func"
-                lines.append(f"* :{role}:`{home}.{attr}`")
+                lines.append(f"* :{role}:`{'.'.join(HOMES[id(value)])}`")
             lines.append("")
         children = [m for m in names if m.rpartition(".")[0] == name and m not in API_PACKAGES]
         if children:
@@ -155,6 +165,58 @@ def api_pages(app: object) -> None:
         written.add(name + ".rst")
     for stale in set(os.listdir(out)) - written:
         os.remove(os.path.join(out, stale))
+
+
+def _lookup(path: str) -> object | None:
+    """The object at the dotted ``path``, through modules already imported (none is imported)."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        obj = sys.modules.get(".".join(parts[:i]))
+        if obj is None:
+            continue
+        for part in parts[i:]:
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj
+    return None
+
+
+def _documented_name(path: str) -> str | None:
+    """The name under which the reference describes the object at ``path`` (or the class that
+    holds it, followed by the rest of the path)."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        home = HOMES.get(id(_lookup(".".join(parts[:i]))))
+        if home is not None:
+            return ".".join([*home, *parts[i:]])
+    return None
+
+
+def _resolve_by_object(app, env, node, contnode):  # noqa: ANN001, ANN202
+    """A Python cross-reference that names an object by another of its names (a re-export such as
+    ``agentenvs.core.Trajectory``, or a class imported into the module whose docstring names it)
+    resolves to where the reference describes that object."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"].lstrip(".")
+    module, cls = node.get("py:module"), node.get("py:class")
+    candidates = [f"{module}.{cls}.{target}"] if module and cls else []
+    candidates += [f"{module}.{target}"] if module else []
+    candidates.append(target)
+    domain = env.get_domain("py")
+    for path in candidates:
+        name = _documented_name(path)
+        if name is None or name == node["reftarget"]:
+            continue
+        retry = node.deepcopy()
+        retry["reftarget"], retry["refspecific"] = name, False
+        found = domain.resolve_xref(
+            env, node["refdoc"], app.builder, node["reftype"], name, retry, contnode
+        )
+        if found is not None:
+            return found
+    return None
 
 
 def _no_foreign_docstrings(app, what, name, obj, options, lines) -> None:  # noqa: ANN001
@@ -182,4 +244,5 @@ def _no_foreign_docstrings(app, what, name, obj, options, lines) -> None:  # noq
 def setup(app: object) -> dict[str, bool]:
     app.connect("builder-inited", api_pages)
     app.connect("autodoc-process-docstring", _no_foreign_docstrings)
+    app.connect("missing-reference", _resolve_by_object)
     return {"parallel_read_safe": True}
