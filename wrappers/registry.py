@@ -29,17 +29,17 @@ given to :func:`estimate` / :func:`assign_advantages`; a fresh one per call when
 
 Built-in methods (canonical name = module name), their aliases and ``needs_model``:
 
-============  ==========================  ======================  =======  ===========
-name          estimator                   config                  aliases  needs_model
-============  ==========================  ======================  =======  ===========
-``grpo``      :mod:`agentenvs.wrappers.grpo`        ``GRPOConfig``                   no
-``gigpo``     :mod:`agentenvs.wrappers.gigpo`       ``GiGPOConfig``                  no
-``graphgpo``  :mod:`agentenvs.wrappers.graphgpo`    ``GraphGPOConfig``      ``graph``  no
-``rtmc``      :mod:`agentenvs.wrappers.rtmc`        ``RTMCConfig``                   no
-``triage``    :mod:`agentenvs.wrappers.triage`      ``TriageConfig``                 yes
-``hisr``      :mod:`agentenvs.wrappers.hisr`        ``HISRConfig``                   yes
-``spa``       :mod:`agentenvs.wrappers.spa`         ``SPAConfig``                    yes
-============  ==========================  ======================  =======  ===========
+============  ==================================  ==================  =========  ===========
+name          estimator                           config              aliases    needs_model
+============  ==================================  ==================  =========  ===========
+``grpo``      :mod:`agentenvs.wrappers.grpo`      ``GRPOConfig``                 no
+``gigpo``     :mod:`agentenvs.wrappers.gigpo`     ``GiGPOConfig``                no
+``graphgpo``  :mod:`agentenvs.wrappers.graphgpo`  ``GraphGPOConfig``  ``graph``  no
+``rtmc``      :mod:`agentenvs.wrappers.rtmc`      ``RTMCConfig``                 no
+``triage``    :mod:`agentenvs.wrappers.triage`    ``TriageConfig``               yes
+``hisr``      :mod:`agentenvs.wrappers.hisr`      ``HISRConfig``                 yes
+``spa``       :mod:`agentenvs.wrappers.spa`       ``SPAConfig``                  yes
+============  ==================================  ==================  =========  ===========
 
 A method is a flat-array estimator ``estimate_batch(StepBatch, config) -> np.ndarray`` (one float
 per step), a config class (a dataclass whose no-argument call gives the defaults) and a *signature

@@ -2,15 +2,15 @@
 
 This module holds :data:`SUBCOMMANDS`, :func:`build_parser` and :func:`main`.
 
-=========  ==================  ====================================================
-command    module              what
-=========  ==================  ====================================================
+=========  ============================  ====================================================
+command    module                        what
+=========  ============================  ====================================================
 ``list``   :mod:`agentenvs.cli.listing`  registered env ids and credit methods
 ``play``   :mod:`agentenvs.cli.play`     a person plays an env in the terminal
 ``view``   :mod:`agentenvs.cli.view`     the HTML credit viewer of a run directory
 ``bench``  :mod:`agentenvs.cli.bench`    random-walk throughput of grouped vector envs
 ``train``  :mod:`agentenvs.cli.train`    an LLM agent trained on credit-wrapped envs
-=========  ==================  ====================================================
+=========  ============================  ====================================================
 
 A subcommand whose parser sets the default ``passthrough=True`` (``train``) parses its own
 arguments: everything after its name reaches its ``run`` as ``args.argv``.

@@ -66,8 +66,9 @@ class SessionServer(HTTPEnvServer):
         metadata: the ``GET /metadata`` answer.
         limits: the bounds (:class:`~agentenvs.serve.guard.Limits`); ``idle_timeout_s`` becomes
             OpenEnv's ``session_timeout``.
-        *args, **kwargs: ``HTTPEnvServer``'s (the env factory, the action and observation
-            classes, ``concurrency_config``, ...).
+        *args: ``HTTPEnvServer``'s positional arguments (the env factory, the action and
+            observation classes).
+        **kwargs: ``HTTPEnvServer``'s keyword arguments (``concurrency_config``, ...).
 
     Session ids are OpenEnv's (``uuid4``: 122 random bits from ``os.urandom``).
     """

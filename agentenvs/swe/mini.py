@@ -2,7 +2,7 @@
 
 This module holds:
 
-* :func:`parse_bash` and :data:`BASH_BLOCK` - the one ```` ```bash ```` block a response must hold.
+* :func:`parse_bash` and :data:`BASH_BLOCK` - the one fenced ``bash`` block (three backticks, then ``bash``) a response must hold.
 * :func:`output_observation` - the ``<returncode>``/``<output>`` observation, with the long-output
   layout (:data:`LONG_OUTPUT_WARNING`, :data:`MAX_OUTPUT_CHARS`) and the timeout message.
 * :func:`is_submission` and :data:`SUBMIT_MARKERS` - the end-of-episode marker.

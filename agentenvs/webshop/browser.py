@@ -1,12 +1,13 @@
 """``agentenvs/WebShopBrowser-v0``: WebShop through the real web app and a headless Chromium.
 
-This module holds :class:`WebShopBrowserEnv`. The episode logic is :class:`~agentenvs.webshop.env.
-WebShopEnv`'s (same tasks, validity, score and rewards), but every step goes through the web: the
-env serves the Flask app on 127.0.0.1 (:class:`~agentenvs.webshop.serve.ShopServer`), starts
-Chromium through Selenium, and performs each action on the page the browser shows (it clicks the
-button, the product link or the option's label, types the query into the search box); the app
-applies it to the session. The observation is read from the HTML the browser then holds
-(:func:`~agentenvs.webshop.html.html_nodes`), which equals the text env's on the same trajectory.
+This module holds :class:`WebShopBrowserEnv`. The episode logic is
+:class:`~agentenvs.webshop.env.WebShopEnv`'s (same tasks, validity, score and rewards), but every
+step goes through the web: the env serves the Flask app on 127.0.0.1
+(:class:`~agentenvs.webshop.serve.ShopServer`), starts Chromium through Selenium, and performs
+each action on the page the browser shows (it clicks the button, the product link or the option's
+label, types the query into the search box); the app applies it to the session. The observation
+is read from the HTML the browser then holds (:func:`~agentenvs.webshop.html.html_nodes`), which
+equals the text env's on the same trajectory.
 ``observation_mode="screenshot"`` returns ``{"text": ..., "image": (H, W, 3) uint8}``, the page at
 a fixed ``viewport`` (width, height; default 1280 x 800), for vision-language policies.
 

@@ -185,7 +185,7 @@ def clickables(nodes: Sequence[Node]) -> list[str]:
 
 
 def to_text(nodes: Sequence[Node]) -> str:
-    """The ``text`` observation: the stripped node texts joined by `` [SEP] ``."""
+    """The ``text`` observation: the stripped node texts joined by ``" [SEP] "``."""
     return " [SEP] ".join(n.text.strip() for n in nodes)
 
 

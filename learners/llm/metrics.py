@@ -57,7 +57,7 @@ def eval_label(split: str, mode: str) -> str:
 
 
 def rollout_metrics(groups: Sequence[Sequence[Trajectory]], prefix: str = "") -> dict[str, float]:
-    """Success rate, mean return and length, valid-action rate, advantage mean/std/|A|/zero share,
+    """Success rate, mean return and length, valid-action rate, advantage mean/std/``|A|``/zero share,
     and, where the env marks goal-directed steps, the share of episodes with one
     (``goal_directed_rate``)."""
     trajs = [t for g in groups for t in g]

@@ -65,9 +65,9 @@ def oracle_role(facts: StepFacts) -> tuple[Role, str]:
 class OracleJudge:
     """Labels every request with :func:`oracle_role` of its ``facts``.
 
-    In ``"scalar"`` mode the score is the role's default reward (:data:`~agentenvs.wrappers.models.judges.roles.
-    ROLE_REWARDS`). A request without facts gets ``role=None`` (the fallback). Keeps
-    :attr:`usage` (no tokens).
+    In ``"scalar"`` mode the score is the role's default reward
+    (:data:`~agentenvs.wrappers.models.judges.roles.ROLE_REWARDS`). A request without facts gets
+    ``role=None`` (the fallback). Keeps :attr:`usage` (no tokens).
     """
 
     def __init__(self) -> None:

@@ -150,9 +150,10 @@ def parse_judge_output(text: str, current_index: int, max_chars: int = 20_000) -
     The last JSON object in the text counts (reasoning before it is ignored; of several objects,
     the one that ends last; only the last ``max_chars`` characters are read). Its ``"labels"``
     (also ``"label"`` or ``"role"``): a single label, a one-item list, or a list from which item
-    ``current_index`` is taken. A label is a role letter or name (:func:`~agentenvs.wrappers.models.judges.roles.
-    parse_role`); anything else gives ``role=None``. ``"evidence"`` is picked the same way,
-    ``"score"`` is read as a number clipped to [-1, 1], and numbers under ``"aux"`` are kept.
+    ``current_index`` is taken. A label is a role letter or name
+    (:func:`~agentenvs.wrappers.models.judges.roles.parse_role`); anything else gives ``role=None``.
+    ``"evidence"`` is picked the same way, ``"score"`` is read as a number clipped to [-1, 1], and
+    numbers under ``"aux"`` are kept.
     """
     text = text if isinstance(text, str) else ""
     obj = _last_json_object(text[-max_chars:]) or {}
