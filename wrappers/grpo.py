@@ -121,14 +121,24 @@ def step_scores(batch: StepBatch, config: GRPOConfig) -> tuple[np.ndarray, np.nd
 def episode_advantages(batch: StepBatch, config: GRPOConfig) -> np.ndarray:
     """The GRPO episode advantage ``A^E`` of every step, float64 ``(n,)``."""
     _, returns = step_scores(batch, config)
-    kw = {"norm": config.norm, "ddof": config.ddof, "eps": config.eps}
+    norm, ddof, eps = config.norm, config.ddof, config.eps
     if config.episode_norm == "trajectory":
-        per_traj = group_zscore(returns, batch.traj_group, batch.n_groups, singleton="zero", **kw)
+        per_traj = group_zscore(
+            returns,
+            batch.traj_group,
+            batch.n_groups,
+            norm=norm,
+            ddof=ddof,
+            eps=eps,
+            singleton="zero",
+        )
         return np.repeat(per_traj, batch.lengths)
     rows = np.repeat(returns, batch.lengths)
     if config.penalty_scope == "step":
         rows = rows - config.invalid_penalty * ~batch.valid
-    return group_zscore(rows, batch.step_group, batch.n_groups, singleton="raw", **kw)
+    return group_zscore(
+        rows, batch.step_group, batch.n_groups, norm=norm, ddof=ddof, eps=eps, singleton="raw"
+    )
 
 
 def estimate_batch(batch: StepBatch, config: GRPOConfig | None = None) -> np.ndarray:

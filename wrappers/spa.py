@@ -97,7 +97,10 @@ class ProgressBuffer:
         self.last: FitReport | None = None
 
     def add(
-        self, trajectories: Sequence[Trajectory], targets: Sequence[float], groups: int
+        self,
+        trajectories: Sequence[Trajectory],
+        targets: Sequence[float] | np.ndarray,
+        groups: int,
     ) -> None:
         """Keep ``trajectories`` (with their targets) and count ``groups`` new groups."""
         self.items.extend(zip(trajectories, map(float, targets), strict=True))
@@ -303,6 +306,7 @@ def _contributions(
         return baseline_contributions(source, targets, lengths, batch.traj_group, rng)
     state = online_state(config)
     estimator = state.estimator
+    assert estimator is not None  # SPAState builds one for the "estimator" source
     costs: dict[str, float] = {"estimator_fallbacks": 0.0, "estimator_seconds": 0.0}
     if config.online:
         state.buffer.add(trajectories, targets, batch.n_groups)

@@ -156,7 +156,11 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
         if action is None and query is None:
             abort(400, description="send an action (or a search_query)")
         with session.lock:
-            valid, reason = session.act(action) if action is not None else session.search_box(query)
+            if action is not None:
+                valid, reason = session.act(action)
+            else:
+                assert query is not None  # aborted above otherwise
+                valid, reason = session.search_box(query)
         if not valid:
             return page(sid, session, invalid=reason)
         return redirect(f"/{sid}", code=303)
