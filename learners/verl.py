@@ -218,7 +218,7 @@ def attach_step_uids(data: Any) -> Any:
     return data
 
 
-def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) -> Sequence[Any]:
+def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) -> np.ndarray:
     if non_tensor_batch is not None:
         return step_uids(non_tensor_batch)
     if index is None or not all(isinstance(u, StepUid) for u in index):

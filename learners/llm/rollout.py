@@ -403,7 +403,7 @@ def collect_parallel(
     groups: list[list[Trajectory]] = []
     dropped = 0
     while active.any():
-        idx = np.flatnonzero(active)
+        idx = np.flatnonzero(active).tolist()
         responses = sample([(prompts[i], memories[i], obs[i], infos[i]) for i in idx])
         actions: list[str] = [""] * n
         for i, r in zip(idx, responses, strict=True):

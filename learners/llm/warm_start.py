@@ -171,7 +171,8 @@ class Walker(Sampler):
         self.stopped = False
         self.on_state = on_state  # called with 1 per state kept (e.g. a tqdm bar's update)
 
-    def __call__(
+    # The teacher's plain text, not sampled Responses: the play loops read actions as str.
+    def __call__(  # type: ignore[override]
         self, requests: Sequence[tuple[AgentPrompt, EpisodeMemory, Any, dict[str, Any]]]
     ) -> list[str]:
         out = []
