@@ -268,6 +268,7 @@ class RayVectorEnv(gym.vector.VectorEnv):
         return self._batched(), rewards, terminated, truncated, infos
 
     def _batched(self) -> Any:
+        assert self._observations is not None  # made in __init__
         self._observations = concatenate(
             self.single_observation_space, self._obs, self._observations
         )

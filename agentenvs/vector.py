@@ -77,7 +77,7 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
             per_env = [int(block_seeds[self.block_of(i)]) for i in range(self.num_envs)]
             if not self._streams_set:
                 self._check_task_streams()
-            self.env.set_attr("task_stream_seed", per_env)
+            self.env.set_attr("task_stream_seed", per_env)  # type: ignore[attr-defined]  # checked above
             self._streams_set = True
         return self.env.reset(seed=seed, options=options)
 
@@ -85,7 +85,8 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
         """``TypeError`` unless the sub-envs have a ``task_stream_seed`` attribute (without it the
         members of a block would draw different tasks)."""
         try:
-            self.env.get_attr("task_stream_seed")
+            # Gymnasium's sync, async and our vector envs have get_attr; the base class has none.
+            self.env.get_attr("task_stream_seed")  # type: ignore[attr-defined]
         except AttributeError:
             raise TypeError(
                 "the sub-envs of a grouped vector env need a task_stream_seed attribute (an int "
@@ -123,7 +124,7 @@ def make_group_vec_env(
         from agentenvs.ray_vector import RayVectorEnv, make_env
 
         factory = functools.partial(make_env, env_id, **env_kwargs)
-        envs = RayVectorEnv([factory] * num_envs, **(vector_kwargs or {}))
+        envs: gym.vector.VectorEnv = RayVectorEnv([factory] * num_envs, **(vector_kwargs or {}))
     elif vectorization_mode in ("sync", "async"):
         envs = gym.make_vec(
             env_id,

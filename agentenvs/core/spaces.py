@@ -48,7 +48,7 @@ class SharedTextView(Sequence[str]):
         chars, size = self._space.character_list, len(self._space.character_set)
         return tuple("".join(chars[v] for v in row.tolist() if v < size) for row in data)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._decode()[index]
 
     def __len__(self) -> int:

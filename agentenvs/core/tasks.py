@@ -28,7 +28,7 @@ class SeedTaskIds(Sequence[str]):
     def __len__(self) -> int:
         return self.stop - self.start
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:

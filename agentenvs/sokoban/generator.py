@@ -132,7 +132,7 @@ class _ReversePlay:
         self.best_mapping: dict[tuple[int, int], tuple[int, int]] = {}
 
     def search(self, state: np.ndarray, depth: int) -> None:
-        targets = [tuple(int(x) for x in t) for t in np.argwhere(self.fixed == TARGET)]
+        targets = [(int(r), int(c)) for r, c in np.argwhere(self.fixed == TARGET)]
         self.best_mapping = {t: t for t in targets}
         self._dfs(state, dict(self.best_mapping), 0, (-1, -1), depth)
 
@@ -244,6 +244,7 @@ def generate_room(
             break
     else:
         raise GenerationError(f"seed {seed}: no room with a displaced box in {tries} tries")
+    assert search.best_state is not None  # a displaced box was found
     state = np.where(search.best_state == BOX_ON_TARGET, BOX, search.best_state)
     _random_player_walk(state, fixed, 0.8 if displacement == 1 else 0.5, rnd)
     mapping = tuple(sorted(search.best_mapping.items()))
