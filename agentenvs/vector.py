@@ -68,7 +68,9 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
         """The block (group slot) of sub-env ``env_index``."""
         return env_index // self.group_size
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         """Reset all sub-envs; a ``seed`` (or the first reset) deals new task streams to the blocks."""
         if seed is not None or not self._streams_set:
             block_seeds = np.random.SeedSequence(seed).generate_state(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from agentenvs.wrappers.batch import StepBatch
@@ -41,6 +41,9 @@ PENALTY_SCOPES = ("episode", "step")
 #: The :class:`~agentenvs.wrappers.batch.StepBatch` columns :func:`estimate_batch` reads beyond rewards,
 #: validity, lengths, groups and success: none.
 BATCH_COLUMNS: tuple[str, ...] = ()
+
+
+_Config = TypeVar("_Config", bound="GRPOConfig")
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class GRPOConfig:
     }
 
     @classmethod
-    def reference(cls, **overrides: Any):
+    def reference(cls: type[_Config], **overrides: Any) -> _Config:
         """This config with the reference code's conventions (verl-agent for GRPO and GiGPO, the
         GraphGPO recipe for GraphGPO; docs/credit.md, section 8), e.g.
         ``GraphGPOConfig.reference(distance_discount=0.5)``.

@@ -348,7 +348,7 @@ class SokobanEnv(TextAgentEnv):
             "room_seed": self._room.seed,
         }
 
-    def step(self, action: str):
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         self._moved = False
         return super().step(action)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -158,7 +159,9 @@ class _ReversePlay:
             next_swaps = swaps + (next_pull != last_pull)
             self._dfs(next_state, next_mapping, next_swaps, next_pull, ttl)
 
-    def _pull(self, state: np.ndarray, mapping: dict, last_pull: tuple, action: int):
+    def _pull(
+        self, state: np.ndarray, mapping: dict, last_pull: tuple, action: int
+    ) -> tuple[np.ndarray, dict, tuple]:
         pr, pc = (int(x) for x in np.argwhere(state == PLAYER)[0])
         dr, dc = MOVES[action]
         nr, nc = pr + dr, pc + dc
@@ -251,7 +254,7 @@ def generate_room(
     return Room(fixed.astype(np.int8), state.astype(np.int8), mapping, seed)
 
 
-def generate_room_with_retries(seed: int, max_retries: int = 100, **kwargs) -> Room:
+def generate_room_with_retries(seed: int, max_retries: int = 100, **kwargs: Any) -> Room:
     """:func:`generate_room`, retrying a failed seed with a deterministic chain.
 
     Retry ``k`` uses ``int.from_bytes(sha256(f"{seed}:{k}").digest()[:4], "big")``; the returned

@@ -242,7 +242,14 @@ def take_samples(group: Sequence[Trajectory]) -> bool:
     return True
 
 
-def _record(stats: RolloutStats, memory: EpisodeMemory, prompt: AgentPrompt, obs, action, info):
+def _record(
+    stats: RolloutStats,
+    memory: EpisodeMemory,
+    prompt: AgentPrompt,
+    obs: Any,
+    action: str,
+    info: dict[str, Any],
+) -> None:
     memory.record(obs, prompt.project(action))
     stats.steps += 1
     stats.valid_steps += int(bool(info.get("action_valid", True)))
@@ -311,7 +318,15 @@ def collect_sequential(
     episodes = [0] * len(envs)
     groups: list[list[Trajectory] | None] = [None] * len(envs)
 
-    def on_step(i, _obs, _action, _reward, terminated, truncated, info) -> bool:
+    def on_step(
+        i: int,
+        _obs: Any,
+        _action: Response,
+        _reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> bool:
         if not (terminated or truncated):
             return True
         handed = as_groups(info.get("credit"))
@@ -440,7 +455,15 @@ def play_episodes(
     an env's ``info["goal_directed"]`` goes to ``Step.extras``)."""
     trajs = [Trajectory(task_id=str(task), group_id="eval") for task in tasks]
 
-    def on_step(i, obs, action, reward, terminated, truncated, info) -> bool:
+    def on_step(
+        i: int,
+        obs: Any,
+        action: Response,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> bool:
         valid = bool(info.get("action_valid", True))
         step = Step(obs, str(action), reward, bool(terminated), bool(truncated), action_valid=valid)
         if "goal_directed" in info:

@@ -36,6 +36,7 @@ from agentenvs.learners.llm.loss import (
 from agentenvs.learners.llm.memcheck import warn_if_unfit
 from agentenvs.learners.llm.parallel import full_weights, parallel_model
 from agentenvs.learners.llm.policy import (
+    PackedBatch,
     Policy,
     collate,
     enable_gradient_checkpointing,
@@ -151,7 +152,7 @@ class PPOUpdate:
             return 0
         return self.config.min_shared_prefix
 
-    def _collate(self, samples: Sequence[Step]):
+    def _collate(self, samples: Sequence[Step]) -> PackedBatch:
         return collate(
             [s.extras["prompt_ids"].tolist() for s in samples],
             [s.extras["response_ids"].tolist() for s in samples],

@@ -65,7 +65,7 @@ import gymnasium as gym
 import torch
 from agentenvs.learners.llm.loss import token_logprobs
 from agentenvs.learners.llm.policy import Policy, collate, response_logits
-from agentenvs.learners.llm.rollout import Sampler, drive, prompt_ids
+from agentenvs.learners.llm.rollout import Response, Sampler, drive, prompt_ids
 
 from agentenvs.core import AgentPrompt, EpisodeMemory
 from agentenvs.core.prompting import agent_prompt_for
@@ -229,7 +229,15 @@ def collect_states(
     order = _task_stream(tasks, rng)
     turn = 0
 
-    def keep_walking(_i, _obs, action, _reward, terminated, truncated, info) -> bool:
+    def keep_walking(
+        _i: int,
+        _obs: Any,
+        action: Response,
+        _reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> bool:
         nonlocal turn
         turn += 1
         if walker.stopped:
