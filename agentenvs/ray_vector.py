@@ -52,7 +52,7 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
-def _ray():
+def _ray() -> Any:  # the ray module
     try:
         import ray
     except ImportError as err:

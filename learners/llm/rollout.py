@@ -102,7 +102,7 @@ class Response(str):
         self.truncated = bool(truncated)
         return self
 
-    def __reduce__(self):  # survives pickling into async vector env workers
+    def __reduce__(self) -> tuple[type[Response], tuple[Any, ...]]:  # pickles into workers
         args = (str(self), self.prompt_ids, self.response_ids, self.logprobs, self.truncated)
         return (Response, args)
 
