@@ -52,7 +52,7 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
-def _ray():
+def _ray() -> Any:  # the ray module
     try:
         import ray
     except ImportError as err:
@@ -129,7 +129,7 @@ class RayVectorEnv(gym.vector.VectorEnv):
         self.infra_failures = 0
 
     # -- workers -------------------------------------------------------------------------------
-    def _spawn(self, w: int):
+    def _spawn(self, w: int) -> Any:  # a Ray actor handle
         return self._actor_class.remote([self.env_fns[i] for i in self._slices[w]], self._same_step)
 
     def _get(self, future: Any) -> Any:
@@ -268,12 +268,15 @@ class RayVectorEnv(gym.vector.VectorEnv):
         return self._batched(), rewards, terminated, truncated, infos
 
     def _batched(self) -> Any:
+        assert self._observations is not None  # made in __init__
         self._observations = concatenate(
             self.single_observation_space, self._obs, self._observations
         )
         return deepcopy(self._observations) if self.copy else self._observations
 
-    def _by_worker(self, indices: Sequence[int], values: Sequence[Any] | None = None):
+    def _by_worker(
+        self, indices: Sequence[int], values: Sequence[Any] | None = None
+    ) -> dict[int, list]:
         """``indices`` (and their ``values``) grouped per worker as local requests."""
         requests: dict[int, list] = {}
         for k, i in enumerate(indices):

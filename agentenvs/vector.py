@@ -80,7 +80,9 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
         """The block (group slot) of sub-env ``env_index``."""
         return env_index // self.group_size
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         """Reset all sub-envs; a ``seed`` (or the first reset) deals new task streams to the blocks."""
         if seed is not None or not self._streams_set:
             block_seeds = np.random.SeedSequence(seed).generate_state(
@@ -89,7 +91,7 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
             per_env = [int(block_seeds[self.block_of(i)]) for i in range(self.num_envs)]
             if not self._streams_set:
                 self._check_task_streams()
-            self.env.set_attr("task_stream_seed", per_env)
+            self.env.set_attr("task_stream_seed", per_env)  # type: ignore[attr-defined]  # checked above
             self._streams_set = True
         return self.env.reset(seed=seed, options=options)
 
@@ -97,7 +99,8 @@ class GroupedVectorEnv(gym.vector.VectorWrapper):
         """``TypeError`` unless the sub-envs have a ``task_stream_seed`` attribute (without it the
         members of a block would draw different tasks)."""
         try:
-            self.env.get_attr("task_stream_seed")
+            # Gymnasium's sync, async and our vector envs have get_attr; the base class has none.
+            self.env.get_attr("task_stream_seed")  # type: ignore[attr-defined]
         except AttributeError:
             raise TypeError(
                 "the sub-envs of a grouped vector env need a task_stream_seed attribute (an int "
@@ -135,7 +138,7 @@ def make_group_vec_env(
         from agentenvs.ray_vector import RayVectorEnv, make_env
 
         factory = functools.partial(make_env, env_id, **env_kwargs)
-        envs = RayVectorEnv([factory] * num_envs, **(vector_kwargs or {}))
+        envs: gym.vector.VectorEnv = RayVectorEnv([factory] * num_envs, **(vector_kwargs or {}))
     elif vectorization_mode in ("sync", "async"):
         envs = gym.make_vec(
             env_id,

@@ -50,7 +50,7 @@ rewards when the wrapper gives advantages).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -64,6 +64,7 @@ try:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.utils import obs_as_tensor
     from stable_baselines3.common.vec_env import VecEnv
+    from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "agentenvs.learners.sb3 needs stable-baselines3 and torch: pip install 'agentenvs[sb3]'"
@@ -211,8 +212,11 @@ class CreditPPO(PPO):
         **kwargs: Any,
     ) -> None:
         super().__init__(policy, env, _init_setup_model=False, **kwargs)
-        self.credit = "gae" if self.env is None else _credit_method(self.env)
-        self.credit_rewards = self.credit != "gae" and _gives_rewards(self.env)
+        vec_env = self.env
+        self.credit = "gae" if vec_env is None else _credit_method(vec_env)
+        self.credit_rewards = (
+            vec_env is not None and self.credit != "gae" and _gives_rewards(vec_env)
+        )
         if self.credit != "gae":
             if isinstance(self.observation_space, spaces.Dict):
                 raise ValueError("CreditPPO supports Box/Discrete observations, not Dict spaces")
@@ -235,6 +239,7 @@ class CreditPPO(PPO):
     def set_env(self, env: gym.Env | VecEnv, force_reset: bool = True) -> None:
         """Switch to ``env`` (same credit method); pending steps of the old env are dropped."""
         super().set_env(env, force_reset)
+        assert self.env is not None  # super().set_env wraps and sets it
         credit = _credit_method(self.env)
         rewards = credit != "gae" and _gives_rewards(self.env)
         if credit != self.credit or rewards != self.credit_rewards:
@@ -251,13 +256,14 @@ class CreditPPO(PPO):
         reset_num_timesteps: bool = True,
         tb_log_name: str = "run",
         progress_bar: bool = False,
-    ):
+    ) -> tuple[int, BaseCallback]:
         env_reset = reset_num_timesteps or self._last_obs is None
         result = super()._setup_learn(
             total_timesteps, callback, reset_num_timesteps, tb_log_name, progress_bar
         )
         if self.credit != "gae":
             if self._pending is None:
+                assert self.env is not None  # learn() needs an env
                 self._pending = _PendingSteps(self.env.num_envs)
             elif env_reset:
                 self._pending.drop_running_episodes()
@@ -281,8 +287,10 @@ class CreditPPO(PPO):
         callback.on_rollout_start()
         target = n_rollout_steps * env.num_envs
         while len(self._ready) < target:
+            obs = self._last_obs
+            assert isinstance(obs, np.ndarray)  # Box/Discrete observations (Dict is refused)
             with th.no_grad():
-                actions, values, log_probs = self.policy(obs_as_tensor(self._last_obs, self.device))
+                actions, values, log_probs = self.policy(obs_as_tensor(obs, self.device))
             actions = actions.cpu().numpy()
             env_actions = actions
             if isinstance(self.action_space, spaces.Box):
@@ -293,35 +301,46 @@ class CreditPPO(PPO):
             if not callback.on_step():
                 return False
             self._update_info_buffer(infos, dones)
-            self._record(env, actions, values, log_probs, dones, infos)
-            self._last_obs, self._last_episode_starts = new_obs, dones
+            self._record(env, obs, actions, values, log_probs, dones, infos)
+            self._last_obs, self._last_episode_starts = new_obs, dones  # type: ignore[assignment]  # SB3 types _last_obs without VecEnv's tuple observations, as its own PPO does
         self._fill(rollout_buffer)
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
 
     # -- internals -----------------------------------------------------------------------------------
-    def _record(self, env: VecEnv, actions, values, log_probs, dones, infos) -> None:
+    def _record(
+        self,
+        env: VecEnv,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        values: th.Tensor,
+        log_probs: th.Tensor,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
         """Store this step's policy outputs per sub-env; move credited groups to ``_ready``."""
-        values = values.flatten().cpu().numpy()
-        log_probs = log_probs.cpu().numpy()
+        value_of = values.flatten().cpu().numpy()
+        log_prob_of = log_probs.cpu().numpy()
+        starts, pending = self._last_episode_starts, self._pending
+        assert starts is not None and pending is not None
         for i, info in enumerate(infos):
             record = (
-                self._last_obs[i],
+                obs[i],
                 actions[i],
-                values[i],
-                log_probs[i],
-                bool(self._last_episode_starts[i]),
+                value_of[i],
+                log_prob_of[i],
+                bool(starts[i]),
                 self._rollouts,
                 self._bootstrap(info) if dones[i] and self.credit_rewards else 0.0,
             )
-            self._pending.add(i, record, bool(dones[i]))
+            pending.add(i, record, bool(dones[i]))
             group = info.get("credit")
             if group is None:
                 continue
             if not isinstance(group, _SharedGroup):  # a user-built env: free the wrapper's copy
                 env.env_method("pop_groups", indices=[i])
-            pairs = self._pending.pop_group(i, group)
+            pairs = pending.pop_group(i, group)
             if self.credit_rewards:
                 self._ready += self._gae_steps(pairs, group)
                 continue
@@ -359,6 +378,7 @@ class CreditPPO(PPO):
 
     def _fill(self, rollout_buffer: RolloutBuffer) -> None:
         """Move every ready step into the buffer and log the rollout's credit statistics."""
+        assert isinstance(rollout_buffer, CreditRolloutBuffer)  # set when credit is not "gae"
         ready, self._ready = self._ready, []
         obs, actions, values, log_probs, starts, advantages, returns, born, rewards = zip(
             *ready, strict=True
@@ -373,13 +393,13 @@ class CreditPPO(PPO):
             episode_starts=np.asarray(starts),
             rewards=np.asarray(rewards),
         )
-        advantages = np.asarray(advantages)
+        adv = np.asarray(advantages)
         self.logger.record("credit/steps", len(ready))
         self.logger.record(
             "credit/stale_fraction", float(np.mean(np.asarray(born) < self._rollouts))
         )
-        self.logger.record("credit/adv_mean", float(advantages.mean()))
-        self.logger.record("credit/adv_std", float(advantages.std()))
+        self.logger.record("credit/adv_mean", float(adv.mean()))
+        self.logger.record("credit/adv_std", float(adv.std()))
         self._rollouts += 1
 
 
@@ -394,11 +414,15 @@ class _HandOverCredit(gym.Wrapper):
     """Outside a :class:`~agentenvs.wrappers.CreditWrapper`: pass ``info["credit"]`` on uncopied and empty the
     wrapper's :meth:`~agentenvs.wrappers.CreditWrapper.pop_groups` store (the learner consumes the groups)."""
 
-    def step(self, action: Any):
+    def __init__(self, env: CreditWrapper) -> None:
+        super().__init__(env)
+        self._credit = env
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         if "credit" in info:
             info["credit"] = _SharedGroup(info["credit"])
-            self.env.pop_groups()
+            self._credit.pop_groups()
         return obs, reward, terminated, truncated, info
 
 
@@ -480,9 +504,11 @@ def make_credit_vec_env(
         n_envs=n_envs,
         seed=seed,
         env_kwargs=env_kwargs,
-        vec_env_cls=vec_env_cls,
+        # SB3 annotates these narrower than it runs them: any VecEnv class, a wrapper factory
+        # that takes wrapper_kwargs.
+        vec_env_cls=vec_env_cls,  # type: ignore[arg-type]
         vec_env_kwargs=vec_env_kwargs,
-        wrapper_class=wrapper,
+        wrapper_class=wrapper,  # type: ignore[arg-type]
         wrapper_kwargs=wrapper_kwargs,
     )
 
@@ -511,7 +537,7 @@ class RayVecEnv(VecEnv):
         )
         self._actions: Any = None
 
-    def reset(self):
+    def reset(self) -> VecEnvObs:
         obs, infos = self.envs.reset(seed=self._seeds, options=self._options[0] or None)
         self.reset_infos = [sub_info(infos, i) for i in range(self.num_envs)]
         self._reset_seeds()
@@ -521,7 +547,7 @@ class RayVecEnv(VecEnv):
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = actions
 
-    def step_wait(self):
+    def step_wait(self) -> VecEnvStepReturn:
         obs, rewards, terminated, truncated, infos = self.envs.step(self._actions)
         dones = terminated | truncated
         out = []
@@ -548,7 +574,9 @@ class RayVecEnv(VecEnv):
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
         self.envs.set_attr(attr_name, value, list(self._get_indices(indices)))
 
-    def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any):
+    def env_method(
+        self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any
+    ) -> list[Any]:
         return self.envs.call_at(list(self._get_indices(indices)), method_name, *args, **kwargs)
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: Any = None) -> list[bool]:

@@ -107,6 +107,8 @@ def episode_row(traj: Trajectory) -> dict[str, list]:
             raise ValueError("the episode's steps were not sampled by an EpisodeSampler")
         logprobs[lo:hi] = step.extras["logprobs"].tolist()
         mask[lo:hi] = [1] * (hi - lo)
+        if step.advantage is None:
+            raise ValueError("the episode's steps carry no advantages: credit them first")
         advantages[lo:hi] = [float(step.advantage)] * (hi - lo)
     return {
         "prompt_ids": sequence[:start],
@@ -218,7 +220,7 @@ class CreditGRPOTrainer(GRPOTrainer):
         groups, _ = self.envs.play_groups(tasks, EpisodeSampler(policy, generator))
         self.last_groups = groups
         rows = [episode_row(t) for group in groups for t in group]
-        out = {key: [row[key] for row in rows] for key in rows[0]}
+        out: dict[str, list[Any]] = {key: [row[key] for row in rows] for key in rows[0]}
         out["episode_return"] = [t.total_return for group in groups for t in group]
         return out
 

@@ -218,7 +218,7 @@ def attach_step_uids(data: Any) -> Any:
     return data
 
 
-def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) -> Sequence[Any]:
+def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) -> np.ndarray:
     if non_tensor_batch is not None:
         return step_uids(non_tensor_batch)
     if index is None or not all(isinstance(u, StepUid) for u in index):
@@ -230,7 +230,9 @@ def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) ->
     return index
 
 
-def _trajectories(uids: Sequence[Any], rewards: np.ndarray) -> tuple[list[Trajectory], list]:
+def _trajectories(
+    uids: Sequence[Any] | np.ndarray, rewards: np.ndarray
+) -> tuple[list[Trajectory], list]:
     """Our trajectories of the rows (grouped by uid, ordered by step index) and, per trajectory,
     its rows' positions in step order."""
     n = len(uids)
@@ -280,7 +282,7 @@ def _trajectories(uids: Sequence[Any], rewards: np.ndarray) -> tuple[list[Trajec
 
 
 def row_advantages(
-    method: str, uids: Sequence[Any], step_rewards: np.ndarray, config: Any = None
+    method: str, uids: Sequence[Any] | np.ndarray, step_rewards: np.ndarray, config: Any = None
 ) -> np.ndarray:
     """``method``'s advantage of each row (float64, one per row) from the rows' :class:`StepUid`
     objects and env rewards (``step_rewards``, one per row)."""

@@ -172,7 +172,9 @@ class _Keys(Sequence[Any]):
         return repr(list(self))
 
 
-def _factorise_pair(states: list[Any], next_states: list[Any]) -> tuple[np.ndarray, ...]:
+def _factorise_pair(
+    states: list[Any], next_states: list[Any]
+) -> tuple[np.ndarray, np.ndarray, Sequence[Any]]:
     """Codes of ``states`` and ``next_states`` in one code space, and the key of each code.
 
     A step's next state is usually the very object the next step records as its state (the
@@ -228,7 +230,7 @@ def _with_env_keys(env_keys: list[Any], derived: Callable[[], list[Hashable]]) -
     return [k if e is None else e for e, k in zip(env_keys, keys, strict=True)]
 
 
-def action_signatures(actions: Sequence[Any], valid: Sequence[bool]) -> list[Hashable]:
+def action_signatures(actions: Sequence[Any], valid: Sequence[bool] | np.ndarray) -> list[Hashable]:
     """The signature of each action that has no env key: :data:`INVALID_ACTION` where invalid,
     else the action itself (text stripped, other values made hashable).
 
@@ -318,15 +320,15 @@ class StepBatch:
             raise ValueError("offsets must be non-decreasing")
         if len(self.success) != m:
             raise ValueError(f"success must have length {m} (one flag per trajectory)")
-        if self.cost is None:
-            object.__setattr__(self, "cost", np.ones(n, np.float64))
+        cost = np.ones(n, np.float64) if self.cost is None else self.cost
+        object.__setattr__(self, "cost", cost)
         for name in ("valid", "state", "next_state", "action", "cost"):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"{name} must have length {n} (one entry per step)")
         if not np.all(np.isfinite(self.reward)):
             raise ValueError("rewards must be finite (got NaN or inf)")
-        if not np.all(np.isfinite(self.cost) & (self.cost > 0)):
-            bad = self.cost[~(np.isfinite(self.cost) & (self.cost > 0))][0]
+        if not np.all(np.isfinite(cost) & (cost > 0)):
+            bad = cost[~(np.isfinite(cost) & (cost > 0))][0]
             raise ValueError(f"step costs must be finite and > 0 (got {bad})")
         if m and self.traj_group.min() < 0:
             raise ValueError("group codes must be >= 0")

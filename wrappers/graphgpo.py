@@ -159,6 +159,7 @@ def build_graph(batch: StepBatch, config: GraphGPOConfig) -> GroupGraph:
     node_group[sinks] = np.arange(batch.n_groups)
     dst[won_last] = sinks[group[won_last]]
     has_success = np.bincount(group[won_last], minlength=batch.n_groups) > 0
+    assert batch.cost is not None  # StepBatch fills unit costs at construction
     return GroupGraph(src, dst, batch.cost, node_group, sinks, has_success, batch.unit_cost)
 
 

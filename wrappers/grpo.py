@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from agentenvs.wrappers.batch import StepBatch
@@ -41,6 +41,9 @@ PENALTY_SCOPES = ("episode", "step")
 #: The :class:`~agentenvs.wrappers.batch.StepBatch` columns :func:`estimate_batch` reads beyond rewards,
 #: validity, lengths, groups and success: none.
 BATCH_COLUMNS: tuple[str, ...] = ()
+
+
+_Config = TypeVar("_Config", bound="GRPOConfig")
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class GRPOConfig:
     }
 
     @classmethod
-    def reference(cls, **overrides: Any):
+    def reference(cls: type[_Config], **overrides: Any) -> _Config:
         """This config with the reference code's conventions (verl-agent for GRPO and GiGPO, the
         GraphGPO recipe for GraphGPO; docs/credit.md, section 8), e.g.
         ``GraphGPOConfig.reference(distance_discount=0.5)``.
@@ -121,14 +124,24 @@ def step_scores(batch: StepBatch, config: GRPOConfig) -> tuple[np.ndarray, np.nd
 def episode_advantages(batch: StepBatch, config: GRPOConfig) -> np.ndarray:
     """The GRPO episode advantage ``A^E`` of every step, float64 ``(n,)``."""
     _, returns = step_scores(batch, config)
-    kw = {"norm": config.norm, "ddof": config.ddof, "eps": config.eps}
+    norm, ddof, eps = config.norm, config.ddof, config.eps
     if config.episode_norm == "trajectory":
-        per_traj = group_zscore(returns, batch.traj_group, batch.n_groups, singleton="zero", **kw)
+        per_traj = group_zscore(
+            returns,
+            batch.traj_group,
+            batch.n_groups,
+            norm=norm,
+            ddof=ddof,
+            eps=eps,
+            singleton="zero",
+        )
         return np.repeat(per_traj, batch.lengths)
     rows = np.repeat(returns, batch.lengths)
     if config.penalty_scope == "step":
         rows = rows - config.invalid_penalty * ~batch.valid
-    return group_zscore(rows, batch.step_group, batch.n_groups, singleton="raw", **kw)
+    return group_zscore(
+        rows, batch.step_group, batch.n_groups, norm=norm, ddof=ddof, eps=eps, singleton="raw"
+    )
 
 
 def estimate_batch(batch: StepBatch, config: GRPOConfig | None = None) -> np.ndarray:

@@ -403,10 +403,10 @@ def _log_importance(
         return None, side, 0.0, 0
     hind = np.array(models.hindsight.score(requests), np.float64).reshape(-1, 2)
     if side == "behaviour":
-        pol = [behaviour_loglik(r.trajectory.steps[r.turn]) for r in requests]
+        scored = [behaviour_loglik(r.trajectory.steps[r.turn]) for r in requests]
     else:
-        pol = models.policy_scorer.score(requests)
-    pol = np.array(pol, np.float64).reshape(-1, 2)
+        scored = models.policy_scorer.score(requests)
+    pol = np.array(scored, np.float64).reshape(-1, 2)
     log_z = action_log_importance(
         hind[:, 0], hind[:, 1], pol[:, 0], pol[:, 1], config.beta, config.logratio_clip
     )

@@ -212,7 +212,7 @@ def fit_hisr(
 def fit_offline(method: str, groups: Sequence[Any], **options: Any) -> SPAModels | HISRModels:
     """:func:`fit_spa` (``method="spa"``) or :func:`fit_hisr` (``"hisr"``) on ``groups``, e.g.
     ``fit_offline("spa", read_groups(root, run="reference"))``."""
-    fits = {"spa": fit_spa, "hisr": fit_hisr}
+    fits: dict[str, Callable[..., SPAModels | HISRModels]] = {"spa": fit_spa, "hisr": fit_hisr}
     if method not in fits:
         raise ValueError(f"offline fits exist for {sorted(fits)}, got {method!r}")
     return fits[method](list(groups), **options)
@@ -277,7 +277,8 @@ def load_models(path: str | Path) -> SPAModels | HISRModels:
     saved = torch.load(Path(path), map_location="cpu", weights_only=True)
     method = saved.get("method") if isinstance(saved, dict) else None
     if method == "spa":
-        report = FitReport(*saved["report"][:2], int(saved["report"][2]), saved["report"][3])
+        before, after, epochs, seconds = saved["report"][:4]
+        report = FitReport(before, after, int(epochs), seconds)
         return SPAModels(_estimator_from(saved["estimator"]), report, saved["outcome"])
     if method == "hisr":
         reports = {k: FitReport(r[0], r[1], int(r[2]), r[3]) for k, r in saved["reports"].items()}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
-from typing import Any
+from typing import Any, SupportsFloat
 
 from agentenvs.wrappers.rewards import EXECUTED_KEY
 
@@ -106,7 +106,7 @@ class EpisodeRecorder:
         self,
         action: Any,
         observation: Any,
-        reward: float,
+        reward: SupportsFloat,
         terminated: bool,
         truncated: bool,
         info: dict[str, Any],

@@ -110,9 +110,9 @@ def repair_segments(segments: Sequence[Any] | None, n: int) -> Segments:
     """
     if n <= 0:
         return []
-    ranges = [_as_range(s) for s in segments] if isinstance(segments, (list, tuple)) else []
+    parsed = [_as_range(s) for s in segments] if isinstance(segments, (list, tuple)) else []
     ranges = sorted(
-        (max(a, 0), min(b, n - 1)) for a, b in (r for r in ranges if r is not None) if a <= b
+        (max(a, 0), min(b, n - 1)) for a, b in (r for r in parsed if r is not None) if a <= b
     )
     out: Segments = []
     for start, end in ranges:

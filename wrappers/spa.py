@@ -95,7 +95,10 @@ class ProgressBuffer:
         self.last: FitReport | None = None
 
     def add(
-        self, trajectories: Sequence[Trajectory], targets: Sequence[float], groups: int
+        self,
+        trajectories: Sequence[Trajectory],
+        targets: Sequence[float] | np.ndarray,
+        groups: int,
     ) -> None:
         """Keep ``trajectories`` (with their targets) and count ``groups`` new groups."""
         self.items.extend(zip(trajectories, map(float, targets), strict=True))
@@ -342,7 +345,7 @@ def _contributions(
         rng = np.random.default_rng(config.seed)
         return baseline_contributions(source, targets, lengths, batch.traj_group, rng)
     estimator = state.estimator
-    assert estimator is not None  # the source is "estimator"
+    assert estimator is not None  # SPAState builds one for the "estimator" source
     costs: dict[str, float] = {"estimator_fallbacks": 0.0, "estimator_seconds": 0.0}
     if config.online:
         state.buffer.add(trajectories, targets, batch.n_groups)

@@ -21,6 +21,7 @@ array([ 2.5,  5. , 10. ,  1. ])
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
     "NORMS",
@@ -201,10 +202,10 @@ def discounted_returns(rewards: np.ndarray, offsets: np.ndarray, gamma: float) -
 
 
 def gae(
-    rewards: np.ndarray,
+    rewards: npt.ArrayLike,
     gamma: float,
     lam: float,
-    values: np.ndarray | None = None,
+    values: npt.ArrayLike | None = None,
     bootstrap: float = 0.0,
 ) -> np.ndarray:
     """float64 ``(n,)`` generalised advantage estimates of one trajectory's step rewards, as a

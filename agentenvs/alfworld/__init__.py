@@ -20,7 +20,7 @@ from agentenvs.alfworld.metrics import success_by_task_type
 __all__ = ["TASK_TYPES", "TASK_TYPE_NAMES", "task_type_of", "success_by_task_type", "ALFWorldEnv"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     if name == "ALFWorldEnv":
         from agentenvs.alfworld.env import ALFWorldEnv
 

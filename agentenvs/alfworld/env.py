@@ -205,7 +205,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
         commands = list(self._state["admissible_commands"])
         return [c for c in commands if c != "help"] if self.drop_help else commands
 
-    def _task_type(self) -> str:
+    def _task_type(self) -> str | None:
         return self._traj.get("task_type") or task_type_of(self.task_id or "")
 
     def _progress(self) -> float:
@@ -215,6 +215,7 @@ class ALFWorldEnv(TextAgentEnv[str]):
         return gcsr(facts, self._task_type(), self._traj.get("pddl_params", {}))
 
     def _extra_info(self) -> dict[str, Any]:
+        assert self.task_id is not None  # set by reset()
         info: dict[str, Any] = {
             "task_type": self._task_type(),
             "task": self._task,

@@ -27,7 +27,7 @@ _TREATED = {
 
 
 def goal_conditions(
-    facts: Iterable[tuple[str, tuple[str, ...]]], task_type: str, params: Mapping[str, str]
+    facts: Iterable[tuple[str, tuple[str, ...]]], task_type: str | None, params: Mapping[str, str]
 ) -> tuple[int, int]:
     """``(satisfied, total)`` goal conditions of ``task_type`` with ALFRED ``params`` targets."""
     by_pred: dict[str, set[tuple[str, ...]]] = defaultdict(set)
@@ -64,7 +64,7 @@ def goal_conditions(
 
 
 def gcsr(
-    facts: Iterable[tuple[str, tuple[str, ...]]], task_type: str, params: Mapping[str, str]
+    facts: Iterable[tuple[str, tuple[str, ...]]], task_type: str | None, params: Mapping[str, str]
 ) -> float:
     """Satisfied / total goal conditions (1.0 exactly when the goal holds)."""
     done, total = goal_conditions(facts, task_type, params)

@@ -76,7 +76,7 @@ class Analyzer:
     def words(self, text: str) -> Iterable[str]:
         """The lower-cased words of ``text`` without stop words (not stemmed)."""
         stop = self.stop_words
-        return (w for w in self._regex.findall(text.lower()) if w not in stop)
+        return (w for w in self._regex.findall(text.lower()) if w not in stop)  # type: ignore[attr-defined]  # set in __post_init__
 
     def stem(self, words: list[str]) -> list[str]:
         """The stems of ``words`` (unchanged when not :attr:`stemming`)."""
@@ -237,4 +237,5 @@ class BM25Index:
         path = Path(directory)
         params = json.loads((path / "params.json").read_text())
         arrays = [np.load(path / f"{n}.npy", mmap_mode="r" if mmap else None) for n in _FILES]
-        return cls(*arrays, params["num_docs"], k1=params["k1"], b=params["b"])
+        data, indices, indptr = arrays
+        return cls(data, indices, indptr, params["num_docs"], k1=params["k1"], b=params["b"])

@@ -25,7 +25,7 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from agentenvs.core.trajectory import Trajectory
 
@@ -67,7 +67,7 @@ def append_line(fd: int, line: bytes, sync: bool = True) -> None:
 
 def _open(path: str | os.PathLike, mode: str) -> IO[str]:
     if os.fspath(path).endswith(".gz"):
-        return gzip.open(path, mode + "t", encoding="utf-8")
+        return cast(IO[str], gzip.open(path, mode + "t", encoding="utf-8"))  # text mode
     return open(path, mode, encoding="utf-8")
 
 

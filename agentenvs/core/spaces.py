@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 import gymnasium as gym
 import numpy as np
@@ -48,7 +48,11 @@ class SharedTextView(Sequence[str]):
         chars, size = self._space.character_list, len(self._space.character_set)
         return tuple("".join(chars[v] for v in row.tolist() if v < size) for row in data)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
         return self._decode()[index]
 
     def __len__(self) -> int:

@@ -198,6 +198,7 @@ class TrajectoryStore:
             raise ValueError(f"append to a closed TrajectoryStore ({self.path})")
         record = self._record(group, method, iteration)
         if self.fmt == "jsonl":
+            assert self._fd is not None  # open while the store is
             append_line(self._fd, _encode_line(record), self.sync)
         else:
             self._buffer.append(record)
@@ -249,6 +250,7 @@ class TrajectoryStore:
         if self._closed:
             return
         if self.fmt == "jsonl":
+            assert self._fd is not None  # open while the store is
             os.fsync(self._fd)
         elif self._buffer:
             self._write_part(self._buffer)
@@ -347,6 +349,7 @@ class TrajectoryStore:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         _fsync_dir(self.root)
+        assert self._fd is not None  # open while the store is
         os.close(self._fd)
         self._open_jsonl()
         return dropped

@@ -11,6 +11,7 @@ tasks such as Sokoban rooms).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import overload
 
 __all__ = ["TaskPanel", "SeedTaskIds"]
 
@@ -28,7 +29,11 @@ class SeedTaskIds(Sequence[str]):
     def __len__(self) -> int:
         return self.stop - self.start
 
-    def __getitem__(self, index):  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:

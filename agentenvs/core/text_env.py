@@ -155,6 +155,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
     def rng_state(self, state: dict[str, Any]) -> None:
         self.task_stream_seed = state["task_stream_seed"]
         if state["task_stream"] is not None:
+            assert self._task_stream is not None  # made from task_stream_seed just above
             self._task_stream.bit_generator.state = state["task_stream"]
         if state["np_random"] is not None:
             bit_generator = getattr(np.random, state["np_random"]["bit_generator"])()
@@ -191,6 +192,7 @@ class TextAgentEnv(gym.Env[ObsType, str], Generic[ObsType]):
         parsed = self._parse(action)
         command = None
         if parsed.valid:
+            assert parsed.command is not None  # a valid action names its command
             command, problem = self._to_command(parsed.command)
             if command is None:
                 parsed = ParsedAction(parsed.command, False, problem)

@@ -151,7 +151,7 @@ class AgentEnv(vf.MultiTurnEnv):
         rubric = kwargs.pop("rubric", None) or EpisodeRubric(reward)  # a bad reward fails first
         probe = gym.make(gym_id, **self.env_kwargs)
         try:
-            tasks = probe.unwrapped.tasks
+            tasks = probe.unwrapped.tasks  # type: ignore[attr-defined]  # our text envs' task panel
             dataset = _task_dataset(tasks.ids(split), num_examples)
             eval_dataset = None
             if eval_split is not None and _has_split(tasks, eval_split):

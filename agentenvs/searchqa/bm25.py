@@ -20,7 +20,7 @@ loaded memory-mapped, so many env workers on one machine share one copy of its p
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from agentenvs.core.bm25 import Analyzer, BM25Index
@@ -93,7 +93,7 @@ class BM25Retriever:
         corpus, results = self.corpus, []
         for query in queries:
             scores = self.index.scores(ANALYZER.query_ids(query, self.vocab))
-            best = self.index.top(scores, topk) if self.vocab else []
+            best: Iterable[int] = self.index.top(scores, topk) if self.vocab else []
             results.append([Hit(corpus.ids[i], corpus.contents[i], float(scores[i])) for i in best])
         return results
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -76,6 +76,7 @@ class Retriever(Protocol):
 
 def to_response(results: Sequence[Sequence[Hit]], return_scores: bool) -> dict[str, Any]:
     """The ``/retrieve`` response body for ``results`` (one hit list per query)."""
+    rows: list[list[Mapping[str, object]]]
     if return_scores:
         rows = [[{"document": h.document(), "score": h.score} for h in hits] for hits in results]
     else:

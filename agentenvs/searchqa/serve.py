@@ -186,10 +186,11 @@ class RetrievalServer:
         self._stopped = False
         self._handlers: set[threading.Thread] = set()
         self._threads: list[threading.Thread] = []
+        # The gate builds each _Handler from an arrival itself; the server never calls the class.
         if host == "::1":
-            self._httpd: _Server = _Server6(("::1", port), _Handler, bind_and_activate=False)
+            self._httpd: _Server = _Server6(("::1", port), _Handler, bind_and_activate=False)  # type: ignore[arg-type]
         else:
-            self._httpd = _Server(("127.0.0.1", port), _Handler, bind_and_activate=False)
+            self._httpd = _Server(("127.0.0.1", port), _Handler, bind_and_activate=False)  # type: ignore[arg-type]
         self._httpd.owner = self
         try:
             self._httpd.server_bind()

@@ -316,7 +316,9 @@ class _Server(http.server.HTTPServer):
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks the host name up (socket.getfqdn), which can stall.
         socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
+        host, self.server_port = self.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET or AF_INET6 address
+        self.server_name = host
         self._busy = 0  # threads answering
         self._ready: deque[_Arrival] = deque()  # whole requests waiting for one
         self._ready_lock = threading.Lock()

@@ -291,7 +291,7 @@ def guarded_h11(limits: Limits) -> type[H11Protocol]:
     class GuardedH11Protocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             for other, transports in list(open_by_client.items()):
                 live = {t for t in transports if not t.is_closing()}

@@ -90,7 +90,7 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
         self._state = State(episode_id=None, step_count=0)
 
     def _observation(
-        self, obs: Any, info: dict, reward: float | None, done: bool, **flags
+        self, obs: Any, info: dict, reward: float | None, done: bool, **flags: Any
     ) -> TextObservation:
         info = {k: v for k, v in info.items() if self.privileged or k not in PRIVILEGED}
         metadata = {"info": encode(info), **flags}

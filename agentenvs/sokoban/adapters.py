@@ -51,11 +51,11 @@ class SokobanPlanes(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.ObservationWrapper.__init__(self, env)
-        rows, cols = env.unwrapped.dim_room
+        rows, cols = env.unwrapped.dim_room  # type: ignore[attr-defined]  # a Sokoban env's
         self.observation_space = gym.spaces.Box(0.0, 1.0, (4 * rows * cols,), np.float32)
 
     def observation(self, observation: Any) -> np.ndarray:
-        codes = self.env.unwrapped.game.codes()
+        codes = self.env.unwrapped.game.codes()  # type: ignore[attr-defined]  # a Sokoban env's
         return np.ascontiguousarray(_PLANES[codes].transpose(2, 0, 1)).ravel()
 
 

@@ -267,6 +267,7 @@ class SokobanEnv(TextAgentEnv):
         """
         if self.game is None or self.game.solved:
             return None
+        assert self._room is not None  # set by reset()
         state = np.reshape(self.game.cells, (self.game.rows, self.game.cols))
         plan = solve(self._room.fixed, state)
         return plan[0] if plan else None
@@ -278,6 +279,7 @@ class SokobanEnv(TextAgentEnv):
         self._moved = False
 
     def _observation(self, feedback: str) -> Any:
+        assert self.game is not None  # set by reset()
         if self.observation == "offsets":
             text = "box {} {} target {} {}".format(*self.game.offsets())
         else:
@@ -319,6 +321,7 @@ class SokobanEnv(TextAgentEnv):
         if command == _STILL:
             self._moved = False
             return -self.invalid_action_penalty, False
+        assert self.game is not None  # set by reset()
         reward, solved, self._moved = self.game.step(command)
         return reward, solved
 
@@ -334,20 +337,23 @@ class SokobanEnv(TextAgentEnv):
         return list(ACTIONS)
 
     def _progress(self) -> float:
+        assert self.game is not None  # set by reset()
         return self.game.progress()
 
     def _extra_info(self) -> dict[str, Any]:
+        assert self.game is not None and self._room is not None  # set by reset()
         return {
             "boxes_on_target": self.game.boxes_on_target,
             "action_is_effective": self._moved,
             "room_seed": self._room.seed,
         }
 
-    def step(self, action: str):
+    def step(self, action: str) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         self._moved = False
         return super().step(action)
 
     def render(self) -> Any:
         if self.render_mode == "rgb_array":
+            assert self.game is not None  # set by reset()
             return render_rgb(self.game.codes())
         return super().render()

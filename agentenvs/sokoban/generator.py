@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,7 @@ class _ReversePlay:
         self.best_mapping: dict[tuple[int, int], tuple[int, int]] = {}
 
     def search(self, state: np.ndarray, depth: int) -> None:
-        targets = [tuple(int(x) for x in t) for t in np.argwhere(self.fixed == TARGET)]
+        targets = [(int(r), int(c)) for r, c in np.argwhere(self.fixed == TARGET)]
         self.best_mapping = {t: t for t in targets}
         self._dfs(state, dict(self.best_mapping), 0, (-1, -1), depth)
 
@@ -158,7 +159,9 @@ class _ReversePlay:
             next_swaps = swaps + (next_pull != last_pull)
             self._dfs(next_state, next_mapping, next_swaps, next_pull, ttl)
 
-    def _pull(self, state: np.ndarray, mapping: dict, last_pull: tuple, action: int):
+    def _pull(
+        self, state: np.ndarray, mapping: dict, last_pull: tuple, action: int
+    ) -> tuple[np.ndarray, dict, tuple]:
         pr, pc = (int(x) for x in np.argwhere(state == PLAYER)[0])
         dr, dc = MOVES[action]
         nr, nc = pr + dr, pc + dc
@@ -244,13 +247,14 @@ def generate_room(
             break
     else:
         raise GenerationError(f"seed {seed}: no room with a displaced box in {tries} tries")
+    assert search.best_state is not None  # a displaced box was found
     state = np.where(search.best_state == BOX_ON_TARGET, BOX, search.best_state)
     _random_player_walk(state, fixed, 0.8 if displacement == 1 else 0.5, rnd)
     mapping = tuple(sorted(search.best_mapping.items()))
     return Room(fixed.astype(np.int8), state.astype(np.int8), mapping, seed)
 
 
-def generate_room_with_retries(seed: int, max_retries: int = 100, **kwargs) -> Room:
+def generate_room_with_retries(seed: int, max_retries: int = 100, **kwargs: Any) -> Room:
     """:func:`generate_room`, retrying a failed seed with a deterministic chain.
 
     Retry ``k`` uses ``int.from_bytes(sha256(f"{seed}:{k}").digest()[:4], "big")``; the returned

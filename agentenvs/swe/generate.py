@@ -251,12 +251,12 @@ class RepoResult:
 
 def _order(mutations: Sequence[Mutation], rng: random.Random) -> list[Mutation]:
     """Shuffle each operator's candidates, then interleave them operator by operator."""
-    queues = []
+    queues: list[list[Mutation]] = []
     for operator in OPERATORS:
         queue = [m for m in mutations if m.operator == operator]
         rng.shuffle(queue)
         queues.append(queue)
-    order = []
+    order: list[Mutation] = []
     for i in range(max((len(q) for q in queues), default=0)):
         order.extend(q[i] for q in queues if i < len(q))
     return order

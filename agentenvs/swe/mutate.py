@@ -56,6 +56,9 @@ OPERATORS = (
 #: UTF-8 byte offsets as in :mod:`ast`; ``(n + 1, 0)`` is the end of an ``n``-line file.
 Edit = tuple[int, int, int, int, str]
 
+#: A node with a source position: every expression and statement.
+_Located = ast.expr | ast.stmt
+
 _BINOP_CHANGE: dict[type[ast.operator], str] = {
     ast.Add: "-",
     ast.Sub: "+",
@@ -178,7 +181,7 @@ def candidates(source: str, file: str) -> list[Mutation]:
         return []
     finder = _Finder(source, file, tree)
     spans = [
-        (min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))]), n.end_lineno)
+        (min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))]), _end(n)[0])
         for n in tree.body
     ]
     lines = source.count("\n")
@@ -197,6 +200,12 @@ def candidates(source: str, file: str) -> list[Mutation]:
         found[mutation.edits] = mutation
     order = {name: i for i, name in enumerate(OPERATORS)}
     return sorted(found.values(), key=lambda m: (m.lineno, m.col, order[m.operator], m.edits))
+
+
+def _end(node: _Located) -> tuple[int, int]:
+    """The node's (end_lineno, end_col_offset): the parser sets both on every node it makes."""
+    assert node.end_lineno is not None and node.end_col_offset is not None
+    return node.end_lineno, node.end_col_offset
 
 
 def _parses(source: str) -> bool:
@@ -237,18 +246,18 @@ class _Finder:
         chunk = [self.lines[lineno - 1][col:], *self.lines[lineno : end_lineno - 1]]
         return b"".join([*chunk, self.lines[end_lineno - 1][:end_col]]).decode()
 
-    def node_text(self, node: ast.AST) -> str:
-        return self.text(node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
+    def node_text(self, node: _Located) -> str:
+        return self.text(node.lineno, node.col_offset, *_end(node))
 
-    def between(self, left: ast.AST, right: ast.AST) -> tuple[Edit, str] | None:
+    def between(self, left: _Located, right: _Located) -> tuple[Edit, str] | None:
         """The operator token between two nodes, as a span, when nothing but brackets, spaces and
         line continuations surround it."""
-        raw = self.text(left.end_lineno, left.end_col_offset, right.lineno, right.col_offset)
+        raw = self.text(*_end(left), right.lineno, right.col_offset)
         token = raw.strip("() \t\r\n\\")
         if not token or "#" in raw:
             return None
         head = raw.index(token[0])
-        lineno, col = left.end_lineno, left.end_col_offset
+        lineno, col = _end(left)
         before = raw[:head].encode()
         newlines = before.count(b"\n")
         if newlines:
@@ -261,11 +270,11 @@ class _Finder:
             return None
         return (lineno, col, lineno, col + span, ""), " ".join(token.split())
 
-    def mutation(self, node: ast.AST, operator: str, description: str, *edits: Edit) -> Mutation:
+    def mutation(self, node: _Located, operator: str, description: str, *edits: Edit) -> Mutation:
         return Mutation(self.file, node.lineno, node.col_offset, operator, description, edits)
 
-    def replace(self, node: ast.AST, text: str) -> Edit:
-        return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, text)
+    def replace(self, node: _Located, text: str) -> Edit:
+        return (node.lineno, node.col_offset, *_end(node), text)
 
     def delete_statement(self, stmt: ast.stmt) -> Edit:
         """Remove a statement: its whole lines when it stands alone on them and has siblings,
@@ -276,11 +285,12 @@ class _Finder:
             for f in ("body", "orelse", "finalbody", "handlers")
             if stmt in getattr(parent, f, ())
         )
+        end_lineno, end_col = _end(stmt)
         first = self.lines[stmt.lineno - 1][: stmt.col_offset]
-        last = self.lines[stmt.end_lineno - 1][stmt.end_col_offset :]
+        last = self.lines[end_lineno - 1][end_col:]
         alone = not first.strip() and (not last.strip() or last.strip().startswith(b"#"))
         if len(siblings) > 1 and alone:
-            return (stmt.lineno, 0, stmt.end_lineno + 1, 0, "")
+            return (stmt.lineno, 0, end_lineno + 1, 0, "")
         return self.replace(stmt, "pass")
 
     def in_function(self, node: ast.AST) -> bool:
@@ -371,8 +381,8 @@ class _Finder:
                 node, "remove_assign", "delete augmented assignment", self.delete_statement(node)
             )
 
-    def _swap(self, node: ast.AST, left: ast.AST, right: ast.AST, description: str) -> Mutation:
-        def wrapped(n: ast.AST) -> str:
+    def _swap(self, node: _Located, left: _Located, right: _Located, description: str) -> Mutation:
+        def wrapped(n: _Located) -> str:
             text = self.node_text(n)
             return text if isinstance(n, _ATOMS) else f"({text})"
 
@@ -404,20 +414,21 @@ class _Finder:
                 yield self.mutation(node, "const_change", f"{value} -> {value + 1}",
                                     self.replace(node, str(value + 1)))  # fmt: skip
         elif isinstance(value, float):
-            new = value * 2 if value else 1.0
-            yield self.mutation(node, "const_change", f"{value!r} -> {new!r}",
-                                self.replace(node, repr(new)))  # fmt: skip
+            doubled = value * 2 if value else 1.0
+            yield self.mutation(node, "const_change", f"{value!r} -> {doubled!r}",
+                                self.replace(node, repr(doubled)))  # fmt: skip
         elif isinstance(value, (str, bytes)):
-            new = value[:-1] if len(value) > 1 else value * 2 or value.__class__(b" ")
-            text = repr(new)
+            shorter = value[:-1] if len(value) > 1 else value * 2 or value.__class__(b" ")
+            text = repr(shorter)
             if self.node_text(node).lstrip("rbRB")[:1] == '"' and '"' not in text:
                 text = text.replace("'", '"')
-            yield self.mutation(node, "const_change", f"{value!r} -> {new!r}",
+            yield self.mutation(node, "const_change", f"{value!r} -> {shorter!r}",
                                 self.replace(node, text))  # fmt: skip
 
     def _counting(self, node: ast.Constant) -> bool:
         """The literal sits in a ``range()`` argument or a subscript (outside nested calls)."""
-        child, parent = node, self.parents.get(node)
+        child: ast.AST = node
+        parent = self.parents.get(node)
         while parent is not None and not isinstance(parent, (ast.stmt, *_SCOPES)):
             if isinstance(parent, ast.Subscript) and child is parent.slice:
                 return True
@@ -434,9 +445,10 @@ class _Finder:
         else:
             inverted = f"not ({self.node_text(test)})"
         yield self.mutation(node, "invert_if", "negate the test", self.replace(test, inverted))
-        is_elif = (
-            isinstance(self.parents.get(node), ast.If) and self.parents[node].orelse == [node]
-        ) and self.lines[node.lineno - 1][node.col_offset :].startswith(b"elif")
+        parent = self.parents.get(node)
+        is_elif = (isinstance(parent, ast.If) and parent.orelse == [node]) and self.lines[
+            node.lineno - 1
+        ][node.col_offset :].startswith(b"elif")
         if node.orelse or is_elif:
             return
         yield self.mutation(node, "remove_cond", "drop the if block", self.delete_statement(node))
@@ -446,13 +458,13 @@ class _Finder:
         indent = len(self.lines[first.lineno - 1]) - len(self.lines[first.lineno - 1].lstrip())
         shift = indent - node.col_offset
         body = []
-        for line in self.lines[first.lineno - 1 : last.end_lineno]:
+        for line in self.lines[first.lineno - 1 : _end(last)[0]]:
             body.append(line[shift:] if line.strip() and not line[:shift].strip() else line)
         yield self.mutation(
             node,
             "remove_cond",
             "keep the body without the guard",
-            (node.lineno, 0, last.end_lineno + 1, 0, b"".join(body).decode()),
+            (node.lineno, 0, _end(last)[0] + 1, 0, b"".join(body).decode()),
         )
 
     def _call(self, node: ast.Call) -> Iterator[Mutation]:

@@ -115,7 +115,7 @@ def stand_in() -> types.ModuleType:
             raise AttributeError(name)
         raise Unsupported(f"pytest.{name}")
 
-    module.__getattr__ = missing  # type: ignore[attr-defined]
+    module.__getattr__ = missing  # type: ignore[method-assign]  # a module's PEP 562 hook
     return module
 
 

@@ -304,7 +304,7 @@ class FileEditor:
             base = posixpath.basename(name)
             if not self.python_only or is_dir or fnmatch.fnmatchcase(base, "*.py"):
                 found.append(name)
-            if is_dir and depth < 2:
+            if is_dir and target is not None and depth < 2:
                 try:
                     entries = sorted(os.listdir(target))
                 except OSError:

@@ -150,7 +150,7 @@ class BwrapSandbox(_ProcessSandbox):
             self._drop += "--inh-caps=-all --bounding-set=-all "
         etc = _etc_copy()
         self._etc = os.fspath(etc)
-        self._cleanup_etc = weakref.finalize(self, _remove_etc_copy, etc)
+        self._cleanup_etc: weakref.finalize | None = weakref.finalize(self, _remove_etc_copy, etc)
         self._prefix_args, path = self._static_args()
         self._cgroups = _memory_cgroups() if memory == "auto" else None
         self._env = {

@@ -378,7 +378,7 @@ def tree_diff(
         flags = ("--binary", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv")
         diff = _safe_git(
             git_dir, empty, "diff-index", "--cached", *flags, "--no-renames", "HEAD", "--",
-            *specs, **env,
+            *specs, input=b"", **env,
         )  # fmt: skip
     if max_bytes is not None and len(diff) > max_bytes:
         raise DiffTooLarge(f"the diff is over {_mib(max_bytes)} MiB")

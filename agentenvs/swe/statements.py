@@ -35,7 +35,7 @@ import random
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentenvs.swe.calls import CommandResult
@@ -90,14 +90,15 @@ class Failure:
         assertion: the first explanation line of a failed assert (``assert 1 == 2``), else ``""``.
         exception: the last error's text, ``Type: message`` (first line only).
         test_lineno: the line of the test file where the test stopped, or ``None``.
-        arguments: ``name -> repr`` of the test function's arguments (parametrised values).
+        arguments: pytest's line of the test function's arguments (parametrised values),
+            ``a = 1, b = [2, 3]``, else ``""``.
     """
 
     kind: str
     assertion: str = ""
     exception: str = ""
     test_lineno: int | None = None
-    arguments: dict[str, str] = field(default_factory=dict)
+    arguments: str = ""
 
 
 @dataclass(frozen=True)
@@ -245,15 +246,17 @@ def find_site(
         for n in ast.walk(function)
         if isinstance(n, ast.stmt)
         and n is not function
-        and n.lineno <= failure.test_lineno <= n.end_lineno
+        and n.lineno <= failure.test_lineno <= _end_lineno(n)
     ]
     if not covering:
         return None
-    stmt = min(covering, key=lambda n: (n.end_lineno - n.lineno, -n.lineno))
+    stmt = min(covering, key=lambda n: (_end_lineno(n) - n.lineno, -n.lineno))
     expression, op, expected = _check(stmt, parents, lines)
-    top = stmt
-    while parents.get(top) is not function:
-        top = parents[top]
+    climb: ast.AST = stmt
+    while parents.get(climb) is not function:
+        climb = parents[climb]
+    top = climb
+    assert isinstance(top, ast.stmt)  # the climb ends at a statement of the function's body
     setup: list[str] = []
     names = [a.arg for a in function.args.args]
     values = _split_arguments(failure.arguments, names) if failure.arguments else {}
@@ -298,8 +301,8 @@ def find_site(
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             used = [a for a in node.names if (a.asname or a.name).split(".")[0] in used_everywhere]
             if used and isinstance(node, ast.ImportFrom):
-                names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in used)
-                imports.append(f"from {'.' * node.level}{node.module or ''} import {names}")
+                listed = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in used)
+                imports.append(f"from {'.' * node.level}{node.module or ''} import {listed}")
             elif used:
                 imports.append(_text(lines, node))
             imported |= {(a.asname or a.name).split(".")[0] for a in used}
@@ -353,14 +356,20 @@ def _find_function(tree: ast.Module, parts: Sequence[str]) -> ast.FunctionDef | 
     return None
 
 
-def _text(lines: Sequence[str], node: ast.AST) -> str:
+def _end_lineno(node: ast.stmt) -> int:
+    """The statement's last line: the parser sets it on every node it makes."""
+    assert node.end_lineno is not None
+    return node.end_lineno
+
+
+def _text(lines: Sequence[str], node: ast.stmt) -> str:
     """A statement's full lines, dedented to its own indentation."""
     chunk = lines[node.lineno - 1 : node.end_lineno]
     indent = len(chunk[0]) - len(chunk[0].lstrip())
     return "\n".join(line[indent:] if not line[:indent].strip() else line for line in chunk)
 
 
-def _raises_block(node: ast.AST) -> ast.expr | None:
+def _raises_block(node: ast.AST | None) -> ast.expr | None:
     """The expected exception of a ``with pytest.raises(E):`` statement, else ``None``."""
     if not isinstance(node, ast.With):
         return None

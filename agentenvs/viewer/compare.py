@@ -107,7 +107,11 @@ def compare_methods(
         ValueError: an unknown method name.
     """
     wanted = parse_methods(methods)
-    own = canonical_name(stored_method) if stored_method in METHODS else stored_method
+    own = (
+        canonical_name(stored_method)
+        if stored_method is not None and stored_method in METHODS
+        else stored_method
+    )
     views = [] if own is None else [MethodAdvantages(own, "stored", _read(trajectories))]
     for name in wanted:
         if name == own:

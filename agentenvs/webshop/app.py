@@ -33,9 +33,13 @@ import threading
 import uuid
 from collections import OrderedDict
 from html import escape
+from typing import TYPE_CHECKING
 
 from flask import Flask, Response, abort, jsonify, redirect, request
 from werkzeug.exceptions import HTTPException
+
+if TYPE_CHECKING:
+    from flask.typing import ResponseReturnValue
 
 from agentenvs.webshop.html import render_page
 from agentenvs.webshop.shop import Session, Shop
@@ -141,28 +145,32 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
         return response
 
     @app.get("/")
-    def index():
+    def index() -> ResponseReturnValue:
         return redirect(f"/{registry.new()}", code=303)
 
     @app.get("/<sid>")
-    def show(sid: str):
+    def show(sid: str) -> ResponseReturnValue:
         return page(sid, session_or_404(sid))
 
     @app.route("/<sid>/act", methods=["GET", "POST"])
-    def act(sid: str):
+    def act(sid: str) -> ResponseReturnValue:
         session = session_or_404(sid)
         values = request.values
         action, query = values.get("action"), values.get("search_query")
         if action is None and query is None:
             abort(400, description="send an action (or a search_query)")
         with session.lock:
-            valid, reason = session.act(action) if action is not None else session.search_box(query)
+            if action is not None:
+                valid, reason = session.act(action)
+            else:
+                assert query is not None  # aborted above otherwise
+                valid, reason = session.search_box(query)
         if not valid:
             return page(sid, session, invalid=reason)
         return redirect(f"/{sid}", code=303)
 
     @app.get("/<sid>/state.json")
-    def state(sid: str):
+    def state(sid: str) -> ResponseReturnValue:
         session = session_or_404(sid)
         with session.lock:
             return jsonify(
@@ -176,19 +184,19 @@ def create_app(shop: Shop | None = None, *, max_sessions: int = 10_000) -> Flask
 
     @app.route("/<sid>/close", methods=["POST"])
     @app.route("/<sid>", methods=["DELETE"])
-    def close(sid: str):
+    def close(sid: str) -> ResponseReturnValue:
         if not registry.close(sid):
             abort(404, description=f"no session {sid!r}")
         return jsonify(closed=sid)
 
     @app.get("/images/<asin>.svg")
-    def image(asin: str):
+    def image(asin: str) -> ResponseReturnValue:
         response = Response(_placeholder(asin[:10], shop), mimetype="image/svg+xml")
         response.cache_control.max_age = 3600  # the picture of an asin never changes
         return response
 
     @app.errorhandler(HTTPException)
-    def http_error(error: HTTPException):
+    def http_error(error: HTTPException) -> ResponseReturnValue:
         body = f"<html><body><h1>{error.code} {escape(error.name)}</h1></body></html>"
         return Response(body, status=error.code, mimetype="text/html")
 

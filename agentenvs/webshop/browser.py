@@ -25,7 +25,7 @@ import tempfile
 import urllib.parse
 import uuid
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gymnasium import spaces
@@ -34,6 +34,9 @@ from agentenvs.webshop.env import WebShopEnv
 from agentenvs.webshop.html import html_nodes
 from agentenvs.webshop.pages import to_text, to_text_rich
 from agentenvs.webshop.shop import MAX_QUERY_CHARS
+
+if TYPE_CHECKING:  # selenium is the webshop extra's; imported where the browser starts
+    from selenium.webdriver.chrome.webdriver import WebDriver
 
 __all__ = ["WebShopBrowserEnv", "CHROMIUM", "CHROMEDRIVER"]
 
@@ -76,7 +79,7 @@ class _Browser:
         os.environ.setdefault("SE_AVOID_STATS", "true")
         self.profile = tempfile.mkdtemp(prefix="webshop-chromium-")
         self.server = ShopServer(app)
-        self.driver = None
+        self.driver: WebDriver | None = None
         try:
             options = webdriver.ChromeOptions()
             options.binary_location = CHROMIUM
@@ -91,6 +94,13 @@ class _Browser:
         except BaseException:
             self.close()
             raise
+
+    @property
+    def live(self) -> WebDriver:
+        """The driver, from construction until :meth:`close`."""
+        if self.driver is None:
+            raise RuntimeError("the browser is closed")
+        return self.driver
 
     def close(self) -> None:
         if self.driver is not None:
@@ -173,7 +183,7 @@ class WebShopBrowserEnv(WebShopEnv):
         from selenium.common.exceptions import WebDriverException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        driver = self._ensure_browser().driver
+        driver = self._ensure_browser().live
         driver.execute_script("window.__webshopOld = true;")
         do()
         WebDriverWait(
@@ -190,7 +200,7 @@ class WebShopBrowserEnv(WebShopEnv):
         self._sid = uuid.uuid4().hex
         assert self.session is not None
         registry.put(self._sid, self.session)
-        browser.driver.get(self._url())
+        browser.live.get(self._url())
 
     def _apply(self, command: tuple[str, str]) -> tuple[float, bool]:
         name, arg = command
@@ -199,7 +209,7 @@ class WebShopBrowserEnv(WebShopEnv):
         return super()._apply(("noop", ""))  # the app has applied the action to the session
 
     def _perform(self, name: str, arg: str) -> None:
-        driver = self._ensure_browser().driver
+        driver = self._ensure_browser().live
         by_css = "css selector"
         assert self.session is not None
         if name == "search" and self.session.kind == "search" and _typeable(arg):
@@ -220,10 +230,10 @@ class WebShopBrowserEnv(WebShopEnv):
     def _clickable(self, label: str) -> Any:
         """The element a person would click for ``label`` (a button, a product link, or an option
         not yet selected), or ``None`` to use the act URL; one script call finds it."""
-        return self._ensure_browser().driver.execute_script(_FIND_CLICKABLE, label)
+        return self._ensure_browser().live.execute_script(_FIND_CLICKABLE, label)
 
     def _observation(self, feedback: str) -> Any:
-        driver = self._ensure_browser().driver
+        driver = self._ensure_browser().live
         nodes = html_nodes(driver.page_source)
         if self.observation_mode == "text_rich":
             page = to_text_rich(nodes)
@@ -237,7 +247,7 @@ class WebShopBrowserEnv(WebShopEnv):
     def _screenshot(self) -> np.ndarray:
         from PIL import Image
 
-        png = self._ensure_browser().driver.get_screenshot_as_png()
+        png = self._ensure_browser().live.get_screenshot_as_png()
         image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
         width, height = self.viewport
         out = np.full((height, width, 3), 255, np.uint8)  # pad or crop to the fixed viewport

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from agentenvs.core import TextAgentEnv, text_space
@@ -133,7 +134,7 @@ class WebShopEnv(TextAgentEnv[str]):
         self.reward_mode = reward
         self.win_reward = float(win_reward)
         self.compat = compat
-        self.observation_space = text_space(200_000, self.shop.charset)
+        self.observation_space: gym.Space[Any] = text_space(200_000, self.shop.charset)
         self.action_space = text_space()
         self.session: Session | None = None
         self.verl_fallback_chars = 20 if compat == "verl-agent" else None

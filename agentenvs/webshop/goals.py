@@ -76,7 +76,13 @@ def _price_ceiling(price: float, rng: random.Random) -> tuple[float, str]:
     return upper, f", and price lower than {upper:.2f} dollars"
 
 
-def _goal(product: Product, text: str, attributes: Sequence[str], options, upper: float) -> Goal:
+def _goal(
+    product: Product,
+    text: str,
+    attributes: Sequence[str],
+    options: dict[str, str] | tuple[str, ...],
+    upper: float,
+) -> Goal:
     return Goal(
         asin=product.asin,
         instruction_text=text,

@@ -193,7 +193,8 @@ def to_text_rich(nodes: Sequence[Node]) -> str:
     """The ``text_rich`` observation: one line per node, clickables marked ``[button] .. [button_]``
     (``[clicked button]`` for a selected option or a visited product), and a
     ``You have clicked <value>.`` line in front for each selected option value."""
-    lines, clicked = [], []
+    lines: list[str] = []
+    clicked: list[str] = []
     for n in nodes:
         if n.role == "button":
             lines.append(f"[button] {n.text} [button_]")

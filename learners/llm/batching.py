@@ -44,6 +44,7 @@ def micro_batches(
     order = sorted(indices, key=lambda i: prompt_lens[i] + response_lens[i])
     if size is not None:
         return [order[k : k + size] for k in range(0, len(order), size)]
+    assert max_tokens is not None  # exactly one of the two is given
     out: list[list[int]] = []
     current: list[int] = []
     prompt = response = 0

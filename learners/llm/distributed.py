@@ -124,7 +124,7 @@ class Distributed:
         start = self.rank * size + min(self.rank, extra)
         return list(items[start : start + size + (self.rank < extra)])
 
-    def _reduce(self, values: Sequence[float], op: dist.ReduceOp) -> list[float]:
+    def _reduce(self, values: Sequence[float], op: dist.ReduceOp.RedOpType) -> list[float]:
         if not self.enabled:
             return [float(v) for v in values]
         tensor = torch.tensor([float(v) for v in values], dtype=torch.float64, device=self.device)

@@ -119,7 +119,8 @@ def _credit_state(env: gym.Env | gym.vector.VectorEnv) -> Any:
 def _task_panel(env: gym.Env | gym.vector.VectorEnv) -> Any:
     try:
         if isinstance(env, gym.vector.VectorEnv):
-            return env.unwrapped.get_attr("tasks")[0]
+            # every vector env we build has get_attr (gymnasium's, ours); the base class has none
+            return env.unwrapped.get_attr("tasks")[0]  # type: ignore[attr-defined]
         return env.get_wrapper_attr("tasks")
     except AttributeError:
         return None
@@ -139,7 +140,7 @@ class CreditedEnvs:
         envs: EnvSource,
         eval_envs: Sequence[Callable[[], gym.Env] | gym.Env] | None,
         prompt_style: str,
-        history_length: int,
+        history_length: int | None,
     ) -> None:
         style, history = prompt_style, history_length
         if isinstance(envs, gym.vector.VectorEnv):
@@ -192,7 +193,7 @@ class CreditedEnvs:
         return list(distinct.values())
 
     def close(self) -> None:
-        for env in [*self.envs, *(self.eval_envs if self._own_eval else [])]:
+        for env in [*self.envs, *(self.eval_envs if self._own_eval and self.eval_envs else [])]:
             env.close()
         if self.vector_env is not None:
             self.vector_env.close()
@@ -226,13 +227,14 @@ def choose_tasks(
     if config.test_tasks is not None:
         chosen = {"test": list(config.test_tasks)}
     else:
-        names = config.eval_splits
+        names: Sequence[str] | None = config.eval_splits
         if names is None:
             have = panel.splits if panel is not None else []
             names = [s for s in have if s == "test" or s.startswith("test_")]
         elif panel is None:
             raise ValueError("eval_splits needs the env's task panel (env.unwrapped.tasks)")
-        chosen = {s: spread(panel.ids(s), config.eval_tasks) for s in names}
+        # without a panel, names is empty
+        chosen = {s: spread(panel.ids(s), config.eval_tasks) for s in names} if panel else {}
     eval_splits = {s: ids for s, ids in chosen.items() if ids}
     if eval_splits and not envs.eval_envs:
         raise ValueError(

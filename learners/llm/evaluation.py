@@ -9,7 +9,7 @@ episodes since the first evaluation, with its 95% interval).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -102,6 +102,7 @@ class Evaluator:
         metrics: dict[str, float] = {}
         mine = self.dist.shard(tasks)
         envs = self.eval_envs
+        assert envs is not None  # built with the eval tasks
         cuda = [torch.cuda.current_device()] if self.policy.device.startswith("cuda") else []
         for mode in self.config.eval_modes:
             bar = episode_bar(len(mine), f"eval {eval_label(split, mode)}", self.progress)
@@ -137,7 +138,7 @@ GAIN_FIELDS = {"success": "success", "valid": "valid_action", "goal_directed": "
 def outcome_gains(
     logger: MetricsLogger | None,
     iteration: int,
-    splits: Sequence[str],
+    splits: Iterable[str],
     modes: Sequence[str],
     *,
     baseline: MetricsLogger | None = None,
@@ -151,7 +152,7 @@ def outcome_gains(
     ranks other than 0 keep no outcomes)."""
     out: dict[str, float] = {}
     baseline = logger if baseline is None else baseline
-    if logger is None or (baseline is logger and iteration == 0):
+    if logger is None or baseline is None or (baseline is logger and iteration == 0):
         return out
     for split in splits:
         for mode in modes:

@@ -67,7 +67,8 @@ def merged_state_dict(model: Any) -> dict[str, torch.Tensor]:
             if module.use_dora.get(adapter, False):
                 raise ValueError(f"{name}: DoRA adapters are not supported")
             if adapter in module.scaling:
-                delta = module.get_delta_weight(adapter).detach().float().cpu()
+                # peft's LoraLayer subclasses (Linear, Embedding, Conv) define get_delta_weight
+                delta = module.get_delta_weight(adapter).detach().float().cpu()  # type: ignore[attr-defined]
                 key = f"{name}.weight"
                 deltas[key] = deltas[key] + delta if key in deltas else delta
     out = {}

@@ -23,7 +23,7 @@ __all__ = ["logprob_gap"]
 
 
 def logprob_gap(
-    backend: Sequence[Sequence[float]], trainer: Sequence[Sequence[float]]
+    backend: Sequence[Sequence[float] | np.ndarray], trainer: Sequence[Sequence[float] | np.ndarray]
 ) -> tuple[float, float]:
     """Mean and max of ``|backend - trainer|`` (nats) over every response token.
 

@@ -48,6 +48,8 @@ Numerics (verl): the log-ratios ``logp - old_logp`` and ``ref_logp - logp`` are 
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from agentenvs.learners.llm.config import LOSS_AGG_MODES
 
@@ -101,7 +103,9 @@ class _TokenLogprobs(torch.autograd.Function):
     ``(onehot - softmax(z)) g / T`` recomputed per block from the saved logits."""
 
     @staticmethod
-    def forward(ctx, logits, tokens, temperature, chunk):
+    def forward(
+        ctx: Any, logits: torch.Tensor, tokens: torch.Tensor, temperature: float, chunk: int
+    ) -> torch.Tensor:
         out = torch.empty(tokens.shape, dtype=_math_dtype(logits), device=logits.device)
         lse = torch.empty_like(out)
         for rows, cols in _blocks(logits.shape, chunk):
@@ -114,7 +118,7 @@ class _TokenLogprobs(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         logits, tokens, lse = ctx.saved_tensors
         t = ctx.temperature
         out = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)
@@ -131,7 +135,7 @@ class _Entropy(torch.autograd.Function):
     ``-p (log p + H) g / T`` recomputed per block."""
 
     @staticmethod
-    def forward(ctx, logits, temperature, chunk):
+    def forward(ctx: Any, logits: torch.Tensor, temperature: float, chunk: int) -> torch.Tensor:
         shape = logits.shape[:-1]
         out = torch.empty(shape, dtype=_math_dtype(logits), device=logits.device)
         lse = torch.empty_like(out)
@@ -145,7 +149,7 @@ class _Entropy(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         logits, lse, entropy = ctx.saved_tensors
         t = ctx.temperature
         out = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device)

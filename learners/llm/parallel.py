@@ -105,7 +105,9 @@ def full_policy(policy: Policy, dist: Distributed, fsdp: bool) -> Policy | None:
     state = get_model_state_dict(policy.model, options=options)
     if not dist.is_main:
         return None
-    dtype = next(iter(state.values())).dtype
+    first = next(iter(state.values()))
+    assert isinstance(first, torch.Tensor)  # a full model state dict holds tensors
+    dtype = first.dtype
     model = AutoModelForCausalLM.from_config(policy.model.config, dtype=dtype)
     model.load_state_dict(state)
     return dataclasses.replace(policy, model=model.eval(), device="cpu")

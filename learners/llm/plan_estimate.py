@@ -222,7 +222,7 @@ def plan_memory(
     vllm, vllm_note = 0, ""
     if cfg.rollout == "vllm":
         util = cfg.vllm_gpu_memory_utilization
-        if util is None and cfg.vllm_max_model_len is not None:
+        if util is None and cfg.vllm_max_model_len is not None and cfg.vllm_num_seqs is not None:
             b_v = DTYPE_BYTES[cfg.vllm_dtype]
             kv_bytes = 2 * layers * arch.kv_dim * b_v * cfg.vllm_max_model_len * cfg.vllm_num_seqs
             vllm = params * b_v + kv_bytes

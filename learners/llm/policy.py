@@ -107,7 +107,8 @@ def load_policy(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, local_files_only=True)
+    # Policy.model's type: the transformers model, or its peft wrapper below
+    model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, local_files_only=True)
     if lora_rank > 0:
         try:
             from peft import LoraConfig, get_peft_model

@@ -91,7 +91,7 @@ class MixedPrecision:
     ) -> None:
         if weight_dtype == "float16" and not master_weights:
             raise ValueError("float16 weights need fp32 master weights (master_weights=True)")
-        self.params = list(params)
+        self.params: list[torch.Tensor] = list(params)
         self.device_type = device_type
         self.autocast_dtype = None if autocast is None else DTYPES[autocast]
         self.masters: list[torch.Tensor] | None = None

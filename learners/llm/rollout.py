@@ -101,7 +101,7 @@ class Response(str):
         self.truncated = bool(truncated)
         return self
 
-    def __reduce__(self):  # survives pickling into async vector env workers
+    def __reduce__(self) -> tuple[type[Response], tuple[Any, ...]]:  # pickles into workers
         args = (str(self), self.prompt_ids, self.response_ids, self.logprobs, self.truncated)
         return (Response, args)
 
@@ -241,7 +241,14 @@ def take_samples(group: Sequence[Trajectory]) -> bool:
     return True
 
 
-def _record(stats: RolloutStats, memory: EpisodeMemory, prompt: AgentPrompt, obs, action, info):
+def _record(
+    stats: RolloutStats,
+    memory: EpisodeMemory,
+    prompt: AgentPrompt,
+    obs: Any,
+    action: str,
+    info: dict[str, Any],
+) -> None:
     memory.record(obs, prompt.project(action))
     stats.steps += 1
     stats.valid_steps += int(bool(info.get("action_valid", True)))
@@ -309,7 +316,15 @@ def collect_sequential(
     episodes = [0] * len(envs)
     groups: list[list[Trajectory] | None] = [None] * len(envs)
 
-    def on_step(i, _obs, _action, _reward, terminated, truncated, info) -> bool:
+    def on_step(
+        i: int,
+        _obs: Any,
+        _action: Response,
+        _reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> bool:
         if not (terminated or truncated):
             return True
         handed = as_groups(info.get("credit"))
@@ -398,7 +413,7 @@ def collect_parallel(
     groups: list[list[Trajectory]] = []
     dropped = 0
     while active.any():
-        idx = np.flatnonzero(active)
+        idx = np.flatnonzero(active).tolist()
         responses = sample([(prompts[i], memories[i], obs[i], infos[i]) for i in idx])
         actions: list[str] = [""] * n
         for i, r in zip(idx, responses, strict=True):
@@ -435,7 +450,15 @@ def play_episodes(
     an env's ``info["goal_directed"]`` goes to ``Step.extras``)."""
     trajs = [Trajectory(task_id=str(task), group_id="eval") for task in tasks]
 
-    def on_step(i, obs, action, reward, terminated, truncated, info) -> bool:
+    def on_step(
+        i: int,
+        obs: Any,
+        action: Response,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> bool:
         valid = bool(info.get("action_valid", True))
         step = Step(obs, str(action), reward, bool(terminated), bool(truncated), action_valid=valid)
         if "goal_directed" in info:

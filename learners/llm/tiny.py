@@ -22,6 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the llm extra's; imported where the tiny model is built
+    from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
 
 __all__ = [
     "CHAT_TEMPLATE",
@@ -52,7 +56,7 @@ def _corpus() -> list[str]:
     return json.loads(CORPUS_FILE.read_text(encoding="utf-8")) * 4
 
 
-def build_tiny_tokenizer(vocab_size: int = 512):
+def build_tiny_tokenizer(vocab_size: int = 512) -> PreTrainedTokenizerFast:
     """A byte-level BPE ``PreTrainedTokenizerFast`` (vocab ``vocab_size``) with ChatML tokens.
 
     ``eos`` and ``pad`` are ``<|im_end|>`` and ``<|endoftext|>``; any unicode text round-trips.
@@ -82,14 +86,14 @@ def build_tiny_tokenizer(vocab_size: int = 512):
 
 
 def build_tiny_model(
-    tokenizer,
+    tokenizer: PreTrainedTokenizerFast,
     *,
     seed: int = 0,
     hidden_size: int = 64,
     num_layers: int = 2,
     num_heads: int = 2,
     intermediate_size: int | None = None,
-):
+) -> Qwen2ForCausalLM:
     """A random ``Qwen2ForCausalLM`` sized to ``tokenizer`` (fp32, eval mode, tied embeddings).
 
     Defaults give ~0.1M parameters: a forward/backward over a few hundred tokens takes milliseconds.
@@ -134,7 +138,7 @@ RANDOM_MODELS: dict[str, dict[str, int]] = {
 }
 
 
-def save_tiny(path: str | Path, *, seed: int = 0, **model_kwargs) -> Path:
+def save_tiny(path: str | Path, *, seed: int = 0, **model_kwargs: Any) -> Path:
     """Build the tiny tokenizer and model and save both to ``path`` (an HF model directory)."""
     path = Path(path)
     tok = build_tiny_tokenizer()

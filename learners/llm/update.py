@@ -36,6 +36,7 @@ from agentenvs.learners.llm.loss import (
 from agentenvs.learners.llm.memcheck import warn_if_unfit
 from agentenvs.learners.llm.parallel import full_weights, parallel_model
 from agentenvs.learners.llm.policy import (
+    PackedBatch,
     Policy,
     collate,
     enable_gradient_checkpointing,
@@ -47,6 +48,13 @@ from agentenvs.learners.llm.precision import DTYPES, MixedPrecision, autocast_dt
 from agentenvs.core.trajectory import Step
 
 __all__ = ["PPOUpdate", "warmup_factor"]
+
+
+def _advantage(step: Step) -> float:
+    """A training sample's advantage (the credit wrapper set it)."""
+    if step.advantage is None:
+        raise ValueError("a training sample has no advantage: credit its group first")
+    return float(step.advantage)
 
 
 def warmup_factor(step: int, warmup_steps: int) -> float:
@@ -144,7 +152,7 @@ class PPOUpdate:
             return 0
         return self.config.min_shared_prefix
 
-    def _collate(self, samples: Sequence[Step]):
+    def _collate(self, samples: Sequence[Step]) -> PackedBatch:
         return collate(
             [s.extras["prompt_ids"].tolist() for s in samples],
             [s.extras["response_ids"].tolist() for s in samples],
@@ -183,6 +191,7 @@ class PPOUpdate:
         if self.lora:
             with self.policy.model.disable_adapter():
                 return self.no_grad_logprobs(self.policy.model, samples, indices, temperature)
+        assert self.ref_model is not None  # kept when there is no LoRA adapter
         offload = self.config.ref_offload
         if offload:
             self.ref_model.to(self.policy.device)
@@ -207,7 +216,7 @@ class PPOUpdate:
         batch = self._collate(chunk)
         width = batch.response_ids.shape[1]
         mask = batch.response_mask
-        adv = torch.tensor([float(s.advantage) for s in chunk], device=mask.device)
+        adv = torch.tensor([_advantage(s) for s in chunk], device=mask.device)
         with self.precision.autocast():
             logits = response_logits(self.train_model, batch)
         logp = token_logprobs(logits, batch.response_ids, temperature)
@@ -284,7 +293,8 @@ class PPOUpdate:
             ref_all = self.reference_logprobs(samples, live, temperature) if cfg.kl_coef else None
         keys = ("loss", "pg_loss", "kl", "clip_frac", "clip_frac_lower", "entropy")
         sums = dict.fromkeys(keys, 0.0)
-        grad_norm, minis, skipped, tokens = 0.0, 0, 0, 0
+        grad_norm, minis, skipped = 0.0, 0, 0
+        tokens: float = 0
         for epoch in range(cfg.ppo_epochs):
             order = np.random.default_rng([cfg.seed, iteration, epoch]).permutation(len(samples))
             if cfg.mini_batches == 1:
@@ -307,8 +317,9 @@ class PPOUpdate:
                 self.precision.zero_grad()
                 for k in range(n_chunks):
                     # DDP all-reduces in the mini-batch's last backward only
-                    sync = self.ddp is None or k == n_chunks - 1
-                    with contextlib.nullcontext() if sync else self.ddp.no_sync():
+                    last = k == n_chunks - 1
+                    ddp = self.ddp if not last else None
+                    with ddp.no_sync() if ddp is not None else contextlib.nullcontext():
                         if k >= len(chunks):
                             self._dummy_step()
                             continue

@@ -65,7 +65,7 @@ import gymnasium as gym
 import torch
 from agentenvs.learners.llm.loss import token_logprobs
 from agentenvs.learners.llm.policy import Policy, collate, response_logits
-from agentenvs.learners.llm.rollout import Sampler, drive, prompt_ids
+from agentenvs.learners.llm.rollout import Response, Sampler, drive, prompt_ids
 
 from agentenvs.core import AgentPrompt, EpisodeMemory
 from agentenvs.core.prompting import agent_prompt_for
@@ -171,7 +171,8 @@ class Walker(Sampler):
         self.stopped = False
         self.on_state = on_state  # called with 1 per state kept (e.g. a tqdm bar's update)
 
-    def __call__(
+    # The teacher's plain text, not sampled Responses: the play loops read actions as str.
+    def __call__(  # type: ignore[override]
         self, requests: Sequence[tuple[AgentPrompt, EpisodeMemory, Any, dict[str, Any]]]
     ) -> list[str]:
         out = []
@@ -228,7 +229,15 @@ def collect_states(
     order = _task_stream(tasks, rng)
     turn = 0
 
-    def keep_walking(_i, _obs, action, _reward, terminated, truncated, info) -> bool:
+    def keep_walking(
+        _i: int,
+        _obs: Any,
+        action: Response,
+        _reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> bool:
         nonlocal turn
         turn += 1
         if walker.stopped:

@@ -59,4 +59,5 @@ def load_causal_lm(
     tokenizer = AutoTokenizer.from_pretrained(path)
     options = {} if dtype is None else {"dtype": getattr(torch, dtype)}
     model = AutoModelForCausalLM.from_pretrained(path, **options)
-    return model.to(default_device(device)).eval(), tokenizer
+    # transformers types .to() through a decorator that loses the bound model
+    return model.to(default_device(device)).eval(), tokenizer  # type: ignore[arg-type]

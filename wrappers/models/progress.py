@@ -46,7 +46,7 @@ import time
 import zlib
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from agentenvs.wrappers.batch import action_signature, hashable_key
@@ -86,6 +86,25 @@ ESTIMATOR_SPECS = ("features", "tabular")
 
 
 # -- tabular ----------------------------------------------------------------------------------------
+class _TabularOptions(TypedDict):
+    lr: float
+    iterations: int
+    history: int
+
+
+class _FeatureOptions(TypedDict):
+    hidden: int
+    epochs: int
+    lr: float
+    batch_size: int
+    hash_dim: int
+    n_actions: int
+    positions: int
+    readout: Literal["sum", "last"]
+    weight_decay: float
+    seed: int
+
+
 class TabularProgressEstimator:
     """A weight per ``(unit index, unit signature)``; zero init; full-batch gradient descent.
 
@@ -105,7 +124,11 @@ class TabularProgressEstimator:
     def __init__(self, lr: float = 0.1, iterations: int = 5000, history: int = 0) -> None:
         if lr <= 0 or iterations < 0 or history < 0:
             raise ValueError("need lr > 0, iterations >= 0 and history >= 0")
-        self.options = {"lr": float(lr), "iterations": int(iterations), "history": int(history)}
+        self.options: _TabularOptions = {
+            "lr": float(lr),
+            "iterations": int(iterations),
+            "history": int(history),
+        }
         self.weights: dict[Hashable, float] = {}
         self.trained = False
 
@@ -232,7 +255,7 @@ class FeatureProgressEstimator:
         hash_dim: int = 256,
         n_actions: int = 16,
         positions: int = 32,
-        readout: str = "sum",
+        readout: Literal["sum", "last"] = "sum",
         weight_decay: float = 0.0,
         seed: int = 0,
     ) -> None:
@@ -242,7 +265,7 @@ class FeatureProgressEstimator:
             raise ValueError("hidden, batch_size, hash_dim, n_actions must be >= 1")
         if lr <= 0:
             raise ValueError(f"lr must be > 0, got {lr}")
-        self.options = {
+        self.options: _FeatureOptions = {
             "hidden": int(hidden),
             "epochs": int(epochs),
             "lr": float(lr),

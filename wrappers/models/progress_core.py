@@ -13,7 +13,7 @@ This module holds:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -120,7 +120,7 @@ def _unit_of_steps(n_steps: int, ends: np.ndarray) -> np.ndarray:
     return np.searchsorted(ends, np.arange(n_steps), side="left").astype(np.int64)
 
 
-def _saved(kind: str, options: dict[str, Any], state: dict) -> dict[str, Any]:
+def _saved(kind: str, options: Mapping[str, object], state: dict) -> dict[str, Any]:
     return {"kind": kind, "config": json.dumps(options, sort_keys=True), "state": state}
 
 

@@ -12,7 +12,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from agentenvs.wrappers.models.fit import FitReport
@@ -32,6 +32,21 @@ __all__ = ["HFProgressEstimator"]
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
+
+
+class _HFOptions(TypedDict):
+    model_dir: str
+    head_hidden: int | None
+    train_backbone: bool
+    lr: float
+    weight_decay: float
+    epochs: int
+    batch_size: int
+    grad_clip: float
+    max_tokens: int
+    device: str
+    dtype: str
+    seed: int
 
 
 class HFProgressEstimator:
@@ -87,7 +102,7 @@ class HFProgressEstimator:
             )
         device = default_device(device)
         dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
-        self.options = {
+        self.options: _HFOptions = {
             "model_dir": str(model_dir),
             "head_hidden": head_hidden,
             "train_backbone": bool(train_backbone),

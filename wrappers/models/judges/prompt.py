@@ -159,7 +159,9 @@ def parse_judge_output(text: str, current_index: int, max_chars: int = 20_000) -
     obj = _last_json_object(text[-max_chars:]) or {}
     label = next((obj[k] for k in ("labels", "label", "role", "roles") if k in obj), None)
     evidence = _pick(obj.get("evidence"), current_index)
-    aux = obj.get("aux") if isinstance(obj.get("aux"), dict) else {}
+    aux = obj.get("aux")
+    if not isinstance(aux, dict):
+        aux = {}
     numbers = {str(k): v for k, v in aux.items() if isinstance(v, (int, float))}
     return JudgeResult(
         role=parse_role(_pick(label, current_index)),
