@@ -239,9 +239,10 @@ def refuse_double_credit(env: gym.Env | gym.vector.VectorEnv, wrapper: str) -> N
     inner: Any = env
     while isinstance(inner, (gym.Wrapper, gym.vector.VectorWrapper)):
         if isinstance(vars(inner).get("_assembler"), GroupAssembler):  # a credit wrapper
+            credit: Any = inner
             raise ValueError(
                 f"{wrapper}: the env is already wrapped by {type(inner).__name__} (method "
-                f"{inner.credit_method.name!r}); two credit wrappers both write info['credit'] "
+                f"{credit.credit_method.name!r}); two credit wrappers both write info['credit'] "
                 "and one overwrites the other's groups: wrap the env once"
             )
         inner = inner.env

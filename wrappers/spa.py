@@ -225,9 +225,10 @@ class SPAState:
     def state_dict(self) -> dict[str, Any]:
         """The estimator's weights (``None`` while untrained) and the buffer."""
         estimator = self.estimator
-        trained = estimator is not None and estimator.trained
         return {
-            "estimator": estimator.state_dict() if trained else None,
+            "estimator": estimator.state_dict()
+            if estimator is not None and estimator.trained
+            else None,
             "buffer": self.buffer.state_dict(),
         }
 

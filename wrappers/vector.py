@@ -170,7 +170,11 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         """Reset all sub-envs, or those of ``options["reset_mask"]`` (see the module docstring)."""
         mask = None if options is None else options.get("reset_mask")
         # the vector env pops "reset_mask" from the dict it gets: give it a copy
-        obs, infos = self.env.reset(seed=seed, options=None if options is None else dict(options))
+        # Gymnasium's sync and async vector envs take a seed per sub-env; the base class says int
+        obs, infos = self.env.reset(
+            seed=seed,  # type: ignore[arg-type]
+            options=None if options is None else dict(options),
+        )
         if mask is None:
             mask = np.ones(self.num_envs, bool)
             self._assembler.discard()
@@ -178,11 +182,11 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         else:
             mask = np.asarray(mask, bool)
             touched = {i // self.group_size for i in np.flatnonzero(mask)}
-            self._assembler.discard(lambda slot: slot[0] in touched)
+            self._assembler.discard(lambda slot: slot[0] in touched)  # type: ignore[index]  # (block, member) slots
             self._failed_slots = {s for s in self._failed_slots if s[0] not in touched}
         for block in {i // self.group_size for i in np.flatnonzero(mask)}:
             self._episode[block * self.group_size : (block + 1) * self.group_size] = 0
-        for i in np.flatnonzero(mask):
+        for i in map(int, np.flatnonzero(mask)):
             self._recorders[i].begin(obs[i], sub_info(infos, i, EpisodeRecorder.INFO_KEYS))
             self._needs_reset[i] = False
         return obs, infos

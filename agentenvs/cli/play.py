@@ -112,10 +112,12 @@ def play(
     def say(text: str = "") -> None:
         stdout.write(text + "\n")
 
-    discrete = isinstance(env.action_space, gym.spaces.Discrete)
-    meanings = _attr(env, "commands") if discrete else None
-    if discrete and not meanings:
-        meanings = [str(i) for i in range(env.action_space.n)]
+    space = env.action_space
+    discrete = isinstance(space, gym.spaces.Discrete)
+    # a discrete env's action names: its ``commands``, else the indices
+    meanings: list[str] = list((_attr(env, "commands") if discrete else None) or [])
+    if isinstance(space, gym.spaces.Discrete) and not meanings:
+        meanings = [str(i) for i in range(int(space.n))]
     action_format = None if discrete else _attr(env, "action_format")
     options = {"task_id": task} if task is not None else None
 
@@ -133,7 +135,9 @@ def play(
         while True:
             if not done:
                 say(_text_of(env, obs))
-                choices = meanings if discrete else list(info.get("admissible_actions") or [])
+                choices: list[str] = (
+                    meanings if discrete else list(info.get("admissible_actions") or [])
+                )
                 if choices:
                     listed = "  ".join(f"{i}) {a}" for i, a in enumerate(choices[:MAX_LISTED], 1))
                     more = len(choices) - MAX_LISTED

@@ -188,7 +188,7 @@ def warm_start(args: TrainArgs, policy: Any) -> list[float]:
     losses = supervised_warm_start(
         policy,
         env,
-        env.unwrapped.tasks.ids("train"),
+        env.unwrapped.tasks.ids("train"),  # type: ignore[attr-defined]  # every env of ours has a panel
         args.warm_start,
         steps=args.warm_start_steps,
         lr=args.warm_start_lr,
@@ -280,7 +280,7 @@ def evaluate_untrained(args: TrainArgs, policy: Any, dist: Any) -> Any:
     generator = build_generator(dataclasses.replace(config, backend="hf"), policy, tokens)
     logger = None
     if dist.is_main:  # a fresh record each run
-        logger = MetricsLogger(Path(args.out) / "untrained", tensorboard=False)
+        logger = MetricsLogger(Path(args.run_path) / "untrained", tensorboard=False)
         logger.truncate(-1)
     evaluator = Evaluator(
         config, policy, generator, dist, source.eval_envs, source.eval_prompts,
@@ -306,7 +306,7 @@ def train(
     trainer = Trainer(
         args.config,
         policy,
-        args.out,
+        args.run_path,
         envs,
         eval_envs=make_eval_envs(args),
         model_path=model_dir,
@@ -330,7 +330,7 @@ def untrained_changes(
     from agentenvs.learners.llm.metrics import MetricsLogger
 
     before, metrics = untrained
-    run = MetricsLogger(args.out, tensorboard=False)
+    run = MetricsLogger(args.run_path, tensorboard=False)
     last = max(r["iteration"] for r in run.outcomes)
     modes = args.config.eval_modes
     return {**metrics, **outcome_gains(run, last, list(splits), modes, baseline=before)}
@@ -354,7 +354,9 @@ def report(
     if trained is not None:
         from agentenvs.learners.llm.export import export_policy
 
-        path = export_policy(trained, os.path.join(args.out, "policy"), args.export == "merged")
+        path = export_policy(
+            trained, os.path.join(args.run_path, "policy"), args.export == "merged"
+        )
         print(f"policy exported ({args.export}) to {path}")
 
 

@@ -327,6 +327,13 @@ class TrainArgs:
     eval_envs: int = 64
     config: TrainConfig = field(default_factory=_train_config)
 
+    @property
+    def run_path(self) -> str:
+        """``out`` once the run directory is chosen (``agentenvs.cli.train.main`` sets it)."""
+        if self.out is None:
+            raise RuntimeError("the run directory is not chosen yet")
+        return self.out
+
 
 # -- the parser builder --------------------------------------------------------------------------
 
@@ -465,7 +472,9 @@ def build_parser(
         TypeError: a field whose type has no parser rule, or with no entry in :data:`FLAGS`.
     """
     if config_class is None:
-        from agentenvs.learners.llm.config import TrainConfig as config_class
+        from agentenvs.learners.llm.config import TrainConfig
+
+        config_class = TrainConfig
     recipes = "\n".join(f"  {prog} {env} --model {model}" for env, model in RECIPES)
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -480,7 +489,7 @@ def build_parser(
         "env", nargs="?", default=MAIN_JOB_ENV, metavar="ENV_ID", help="the env (see below)"
     )
     in_recipes = _recipe_fields()
-    fields = [
+    fields: list[tuple[dataclasses.Field[Any], type]] = [
         (f, TrainArgs) for f in dataclasses.fields(TrainArgs) if f.name not in ("env", "config")
     ]
     fields += [(f, config_class) for f in dataclasses.fields(config_class)]
@@ -579,11 +588,11 @@ def parse_args(argv: Sequence[str] | None = None, prog: str = "agentenvs train")
         usage_error(prog, str(error))
     args = TrainArgs(**{k: v for k, v in values.items() if k in own}, config=config)
     if not args.progress:  # transformers' and the hub's own bars (loading, writing) too
-        import huggingface_hub.utils
         import transformers
+        from huggingface_hub.utils import disable_progress_bars  # type: ignore[attr-defined]
 
         transformers.utils.logging.disable_progress_bar()
-        huggingface_hub.utils.disable_progress_bars()
+        disable_progress_bars()
     if args.export == "adapter" and not args.lora:
         usage_error(prog, "--export adapter needs --lora")
     options = {**args.credit_config, **({} if args.judge is None else {"judge": args.judge})}
