@@ -87,6 +87,17 @@ class CreditState:
         self._pending_method: str | None = None  # the method that saved it
         self._lock = threading.RLock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (a factory that closes over a state goes to Ray or subprocess workers): the
+        lock stays behind, and the copy each process gets is that process's own state."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     @property
     def value(self) -> Any:
         """The method's online state object, ``None`` until the first group is credited (and for

@@ -206,3 +206,11 @@ def test_a_missing_group_size_is_a_clear_error():
     with pytest.raises(ValueError, match="needs a GroupedVectorEnv"):
         VectorCreditWrapper(plain)
     plain.close()
+
+
+def test_a_state_pickles_into_a_copy_of_its_own():
+    import pickle
+
+    state = CreditState()
+    copy = pickle.loads(pickle.dumps(state))
+    assert isinstance(copy, CreditState) and copy is not state and copy.method is None
