@@ -365,10 +365,16 @@ def test_a_slow_step_delays_no_other_session():
             quick.close()
 
 
+#: What 4 flooding clients may add to a step's median by sharing the cores alone: on 2 cores
+#: under CI's load the median went 10 -> 61 ms with the metadata cheap; one ``SWEEnv`` built
+#: per request costs seconds.
+FLOOD_SHARE_S = 0.25
+
+
 def test_a_metadata_flood_does_not_slow_an_swe_session():
     """The issue's case: while 4 clients request ``/metadata``, ``/state`` and ``/schema`` of
     an SWE server (each used to build a whole ``SWEEnv``: a step went from 1 ms to 4 s), an SWE
-    session's WebSocket steps keep a median within 3x (and 20 ms) of unloaded."""
+    session's WebSocket steps keep a median within 3x (plus :data:`FLOOD_SHARE_S`) of unloaded."""
     call = SWE_CALL
     with serving("agentenvs/SWE-v0", max_sessions=2) as (url, _):
         env = make_remote(url)
@@ -406,4 +412,4 @@ def test_a_metadata_flood_does_not_slow_an_swe_session():
     print(
         f"\nSWE step median {alone[7] * 1e3:.1f} ms alone, {loaded[7] * 1e3:.1f} ms under the flood"
     )
-    assert loaded[7] <= 3 * alone[7] + 0.02, (alone[7], loaded[7])
+    assert loaded[7] <= 3 * alone[7] + FLOOD_SHARE_S, (alone[7], loaded[7])
