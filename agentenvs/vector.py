@@ -1,10 +1,10 @@
 """Group-structured vector envs: blocks of ``group_size`` sub-envs that share one task per episode.
 
 This module holds :class:`GroupedVectorEnv`, :func:`make_group_vec_env`, :func:`sub_info`
-(one sub-env's info from a vector env's batched ``infos``), :func:`check_group_size` and
+(one sub-env's info from a vector env's batched ``infos``), :func:`check_group_size`,
 :data:`DEFAULT_GROUP_SIZE`, the one default of every ``group_size`` in the project (the credit
-wrappers, :func:`make_group_vec_env`, the learners' env builders); read an env's group size with
-:func:`agentenvs.wrappers.group_size_of`.
+wrappers, :func:`make_group_vec_env`, the learners' env builders), and :func:`group_size_of`, the
+one way to read an env's group size.
 
 Sub-env ``i`` belongs to block ``i // group_size``. All members of a block get the same
 ``task_stream_seed``, so their k-th episodes play the same task from the same initial state, whatever
@@ -34,6 +34,7 @@ __all__ = [
     "make_group_vec_env",
     "sub_info",
     "check_group_size",
+    "group_size_of",
     "DEFAULT_GROUP_SIZE",
 ]
 
@@ -56,6 +57,47 @@ def check_group_size(group_size: Any, name: str = "group_size") -> int:
     if group_size < 1:
         raise ValueError(f"{name} must be an int >= 1, got {group_size}")
     return int(group_size)
+
+
+def group_size_of(env: gym.Env | gym.vector.VectorEnv) -> int:
+    """The group size of ``env``: the ``group_size`` of the outermost layer of its wrapper chain
+    that has one. A :class:`~agentenvs.wrappers.CreditWrapper` or
+    :class:`~agentenvs.wrappers.VectorCreditWrapper` (its assembler's), a
+    :class:`~agentenvs.GroupedVectorEnv` (its block size), or a credit wrapper of one's own that
+    declares an int ``group_size`` (what the learners need of a wrapper that hands out groups in
+    ``info["credit"]``).
+
+    Every part of the project that needs a group size reads it here; there is no fallback. Where
+    a group size is not given, the one default is :data:`agentenvs.vector.DEFAULT_GROUP_SIZE`
+    (8), which the wrappers and env builders use.
+
+    Raises:
+        ValueError: ``env`` has neither (an env without credit has no group size).
+
+    >>> import gymnasium as gym, agentenvs
+    >>> envs = make_group_vec_env("agentenvs/Sokoban-v0", num_groups=1, group_size=3)
+    >>> group_size_of(envs), DEFAULT_GROUP_SIZE
+    (3, 8)
+    >>> envs.close()
+    >>> group_size_of(gym.make("agentenvs/Sokoban-v0"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: OrderEnforcing has no group size: ...
+    """
+    inner: Any = env
+    while True:
+        declared = getattr(inner, "group_size", None)  # wrappers do not forward attributes
+        if declared is not None:
+            return check_group_size(declared)
+        if not isinstance(inner, (gym.Wrapper, gym.vector.VectorWrapper)):
+            break
+        inner = inner.env
+    raise ValueError(
+        f"{type(env).__name__} has no group size: wrap the env in a credit wrapper "
+        "(agentenvs.wrappers.CreditWrapper(env, group_size=...), default "
+        f"agentenvs.vector.DEFAULT_GROUP_SIZE = {DEFAULT_GROUP_SIZE}), or build a grouped "
+        "vector env (agentenvs.make_group_vec_env) under a VectorCreditWrapper"
+    )
 
 
 class GroupedVectorEnv(gym.vector.VectorWrapper):

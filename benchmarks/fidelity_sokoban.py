@@ -112,7 +112,7 @@ def t_interval(values: np.ndarray) -> tuple[float, float]:
 
 def _method_config(method: str, settings: Settings) -> Any:
     """Method defaults, except GraphGPO's distance discount (the paper's Sokoban value, 0.8)."""
-    from agentenvs.wrappers import METHODS
+    from agentenvs.wrappers.registry import METHODS
 
     if method == "gae":
         return None
@@ -348,7 +348,7 @@ def markdown(rows: list[dict[str, Any]], settings: Settings, extra: dict[str, An
         f"{settings.gae_lambda} and per-minibatch advantage normalisation for PPO + GAE only.",
         f"- credit methods: each env plays groups of {settings.group_size} episodes of one task "
         "(`agentenvs.wrappers.CreditWrapper`); advantages straight from the wrapper; the value head is fit "
-        "to Monte-Carlo returns and unused. Configs: defaults of `agentenvs.wrappers.METHODS`, except "
+        "to Monte-Carlo returns and unused. Configs: defaults of `agentenvs.wrappers.registry.METHODS`, except "
         f"GraphGPO distance_discount = {settings.graph_distance_discount} (the paper's Sokoban ω).",
         f"- evaluation every {settings.eval_every:,} steps (curve x = nominal step; a learn call "
         "overshoots by less than one rollout).",

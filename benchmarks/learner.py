@@ -68,7 +68,8 @@ def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
     from agentenvs.learners.llm.policy import load_policy
     from agentenvs.learners.llm.precision import DTYPES
     from agentenvs.learners.llm.trainer import Trainer
-    from agentenvs.wrappers import METHODS, VectorCreditWrapper
+    from agentenvs.wrappers import VectorCreditWrapper
+    from agentenvs.wrappers.registry import METHODS
 
     import agentenvs
 

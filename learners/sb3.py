@@ -70,7 +70,8 @@ except ImportError as err:  # pragma: no cover - exercised only without the extr
         "agentenvs.learners.sb3 needs stable-baselines3 and torch: pip install 'agentenvs[sb3]'"
     ) from err
 
-from agentenvs.wrappers import METHODS, CreditState, CreditWrapper
+from agentenvs.wrappers import CreditState, CreditWrapper
+from agentenvs.wrappers.registry import METHODS
 from agentenvs.wrappers.rewards import reward_to_go
 from agentenvs.wrappers.stats import gae
 
@@ -473,7 +474,7 @@ def make_credit_vec_env(
 
     Args:
         env_id: a registered id (e.g. ``"agentenvs/SokobanDiscrete-v0"``) or an env factory.
-        credit: a key of :data:`agentenvs.wrappers.METHODS` (``"grpo"``, ``"gigpo"``, ``"graph"``,
+        credit: a key of :data:`agentenvs.wrappers.registry.METHODS` (``"grpo"``, ``"gigpo"``, ``"graph"``,
             ``"rtmc"``) or ``"gae"`` for no wrapper (plain PPO).
         n_envs: sub-envs; each plays its own groups of ``group_size`` episodes of one task.
         group_size: episodes per group (M; default :data:`agentenvs.vector.DEFAULT_GROUP_SIZE`).

@@ -43,12 +43,12 @@ from agentenvs.learners.llm.env_source import CreditedEnvs
 from agentenvs.learners.llm.generation import HFGenerator
 from agentenvs.learners.llm.policy import Policy
 from agentenvs.learners.llm.rollout import Sampler
-from agentenvs.wrappers import group_size_of
 from agentenvs.wrappers.grpo import GRPOConfig as CreditGRPOConfig
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
 from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory
+from agentenvs.vector import group_size_of
 
 __all__ = [
     "TRL_GRPO",

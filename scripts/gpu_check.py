@@ -393,7 +393,7 @@ def recipe_table(
     """The recipe's markdown table (one row) with its settings, then the learner's report lines:
     ``got`` is :func:`run_recipe`'s figures, a failure's text, or ``None`` (planned only)."""
     from agentenvs.learners.llm.precision import autocast_dtype
-    from agentenvs.wrappers import METHODS
+    from agentenvs.wrappers.registry import METHODS
 
     cfg = args.config
     modes = cfg.eval_modes

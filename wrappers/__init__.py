@@ -29,9 +29,9 @@ Each has the flat-array ``estimate_batch(StepBatch, config) -> np.ndarray``; tra
 through the one path of the registry: :func:`estimate` returns advantages,
 :func:`assign_advantages` writes them. The rest of the package:
 
-* :mod:`agentenvs.wrappers.registry` - :data:`METHODS` (names and aliases -> :class:`CreditMethod`),
-  :data:`ALIASES`, :func:`register_method`, :func:`get_method`, :func:`estimate`,
-  :func:`assign_advantages`, :func:`registered_methods`, :func:`env_preset`.
+* :mod:`agentenvs.wrappers.registry` - the registry: :class:`CreditMethod`, :func:`register_method`,
+  :func:`get_method`, :func:`make_config`, :func:`estimate`, :func:`assign_advantages`,
+  :func:`registered_methods` (and, for tools, its name tables ``METHODS`` and ``ALIASES``).
 * :mod:`agentenvs.wrappers.base` - the single-env wrappers: :class:`CreditWrapper` (any method by name) and
   :class:`OutcomeCreditWrapper`, :class:`GiGPOCreditWrapper`, :class:`GraphCreditWrapper`,
   :class:`RolloutTreeCreditWrapper`, :class:`RoleCreditWrapper`, :class:`HindsightCreditWrapper`,
@@ -40,8 +40,8 @@ through the one path of the registry: :func:`estimate` returns advantages,
   :func:`credited_groups` (the groups in a step's ``infos``).
 * :mod:`agentenvs.wrappers.state` - :class:`CreditState`, the online state a wrapper owns (fresh per
   wrapper unless passed in as ``state=``; ``state_dict()`` / ``load_state_dict()`` for checkpoints).
-* :mod:`agentenvs.wrappers.grouping` - the group assembly both wrapper forms share (:func:`group_id`,
-  :func:`group_size_of`: the one way to read an env's group size).
+* :mod:`agentenvs.wrappers.grouping` - the group assembly both wrapper forms share (an env's group
+  size is read with :func:`agentenvs.vector.group_size_of`).
 * :mod:`agentenvs.wrappers.recorder` - Gymnasium transitions -> :class:`~agentenvs.core.Trajectory`.
 * :mod:`agentenvs.wrappers.batch`, :mod:`agentenvs.wrappers.stats`, :mod:`agentenvs.wrappers.matching` - estimator internals.
 * :mod:`agentenvs.wrappers.rewards` - grounding and critic-free advantages from step rewards (SPA, HISR).
@@ -54,8 +54,11 @@ through the one path of the registry: :func:`estimate` returns advantages,
 The wrappers repeat a task for a group, record the steps and emit credited trajectories in
 ``info["credit"]``; :func:`assign_advantages` credits groups a learner already has.
 
->>> sorted(METHODS), method_names()
-(['gigpo', 'graph', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa', 'triage'], ['gigpo', 'graphgpo', 'grpo', 'hisr', 'rtmc', 'spa', 'triage'])
+The package exports what a user touches: the wrappers, their configs, :class:`CreditState`, the
+registry's functions and :class:`StepBatch` (what a method of one's own estimates from).
+
+>>> [m.name for m in registered_methods()]
+['grpo', 'gigpo', 'graphgpo', 'rtmc', 'triage', 'hisr', 'spa']
 >>> get_method("graph")[0].wrapper is GraphCreditWrapper
 True
 """
@@ -77,25 +80,16 @@ from agentenvs.wrappers.base import (
 from agentenvs.wrappers.batch import StepBatch
 from agentenvs.wrappers.gigpo import GiGPOConfig
 from agentenvs.wrappers.graphgpo import GraphGPOConfig
-from agentenvs.wrappers.grouping import group_id, group_size_of
 from agentenvs.wrappers.grpo import GRPOConfig
 from agentenvs.wrappers.hisr import HISRConfig
 from agentenvs.wrappers.registry import (
-    ALIASES,
-    METHODS,
     CreditMethod,
-    MissingStateKeyWarning,
     assign_advantages,
-    canonical_name,
-    config_signature,
-    env_preset,
     estimate,
     get_method,
     make_config,
-    method_names,
     register_method,
     registered_methods,
-    states_only,
     unregister_method,
 )
 from agentenvs.wrappers.rtmc import RTMCConfig
@@ -116,7 +110,6 @@ __all__ = [
     "VectorCreditWrapper",
     "credited_groups",
     "CreditState",
-    "StepBatch",
     "GRPOConfig",
     "GiGPOConfig",
     "GraphGPOConfig",
@@ -124,22 +117,13 @@ __all__ = [
     "TriageConfig",
     "HISRConfig",
     "SPAConfig",
-    "METHODS",
-    "ALIASES",
     "CreditMethod",
-    "MissingStateKeyWarning",
     "register_method",
-    "registered_methods",
     "unregister_method",
-    "method_names",
-    "canonical_name",
+    "registered_methods",
     "get_method",
-    "assign_advantages",
-    "estimate",
     "make_config",
-    "config_signature",
-    "env_preset",
-    "states_only",
-    "group_id",
-    "group_size_of",
+    "estimate",
+    "assign_advantages",
+    "StepBatch",
 ]

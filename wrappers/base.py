@@ -87,7 +87,7 @@ class CreditWrapper(
     Args:
         env: an env whose ``reset`` accepts ``options={"task_id": ...}`` and whose ``info`` carries
             ``task_id``, ``state_key``, ``won`` and ``action_valid`` (every agentenvs env does).
-        method: a name or alias in :data:`agentenvs.wrappers.METHODS`; ``None`` takes the class's
+        method: a name or alias in :data:`agentenvs.wrappers.registry.METHODS`; ``None`` takes the class's
             ``method`` (the named subclasses fix it; :class:`CreditWrapper` itself defaults to
             ``"grpo"``, which needs nothing from the env but the outcome, as does
             :class:`~agentenvs.wrappers.VectorCreditWrapper`).

@@ -1,7 +1,6 @@
 """Assembling credited groups: the one path shared by the single-env and the vector wrappers.
 
-This module holds :func:`group_id` (the id format), :func:`group_size_of` (the one way to read an
-env's group size) and :class:`GroupAssembler`, which collects the
+This module holds :func:`group_id` (the id format), :class:`GroupAssembler`, which collects the
 finished member trajectories of open groups, checks that each group plays one task, gives the group
 and its members their ids, credits it with the resolved method (:meth:`~agentenvs.wrappers.registry.CreditMethod.assign`), puts the group into the
 bounded outbox (:class:`~agentenvs.wrappers.recorder.GroupOutbox`), appends it to the optional
@@ -31,15 +30,14 @@ import warnings
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import gymnasium as gym
 from agentenvs.wrappers.recorder import GroupOutbox
 from agentenvs.wrappers.registry import STATE_KEY_POLICIES, CreditMethod, get_method
 from agentenvs.wrappers.state import CreditState
 
 from agentenvs.core import Trajectory, TrajectoryStore
-from agentenvs.vector import DEFAULT_GROUP_SIZE, check_group_size
+from agentenvs.vector import check_group_size
 
-__all__ = ["group_id", "group_size_of", "GroupAssembler"]
+__all__ = ["group_id", "GroupAssembler"]
 
 
 def group_id(task_id: str, serial: int) -> str:
@@ -51,52 +49,12 @@ def group_id(task_id: str, serial: int) -> str:
     return f"{task_id}#{serial}"
 
 
-def group_size_of(env: gym.Env | gym.vector.VectorEnv) -> int:
-    """The group size of ``env``: the ``group_size`` of the outermost layer of its wrapper chain
-    that has one. A :class:`~agentenvs.wrappers.CreditWrapper` or
-    :class:`~agentenvs.wrappers.VectorCreditWrapper` (its assembler's), a
-    :class:`~agentenvs.GroupedVectorEnv` (its block size), or a credit wrapper of one's own that
-    declares an int ``group_size`` (what the learners need of a wrapper that hands out groups in
-    ``info["credit"]``).
-
-    Every part of the project that needs a group size reads it here; there is no fallback. Where
-    a group size is not given, the one default is :data:`agentenvs.vector.DEFAULT_GROUP_SIZE`
-    (8), which the wrappers and env builders use.
-
-    Raises:
-        ValueError: ``env`` has neither (an env without credit has no group size).
-
-    >>> import gymnasium as gym, agentenvs
-    >>> from agentenvs.wrappers import CreditWrapper
-    >>> group_size_of(CreditWrapper(gym.make("agentenvs/Sokoban-v0"))), DEFAULT_GROUP_SIZE
-    (8, 8)
-    >>> group_size_of(gym.make("agentenvs/Sokoban-v0"))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: OrderEnforcing has no group size: ...
-    """
-    inner: Any = env
-    while True:
-        declared = getattr(inner, "group_size", None)  # wrappers do not forward attributes
-        if declared is not None:
-            return check_group_size(declared)
-        if not isinstance(inner, (gym.Wrapper, gym.vector.VectorWrapper)):
-            break
-        inner = inner.env
-    raise ValueError(
-        f"{type(env).__name__} has no group size: wrap the env in a credit wrapper "
-        "(agentenvs.wrappers.CreditWrapper(env, group_size=...), default "
-        f"agentenvs.vector.DEFAULT_GROUP_SIZE = {DEFAULT_GROUP_SIZE}), or build a grouped "
-        "vector env (agentenvs.make_group_vec_env) under a VectorCreditWrapper"
-    )
-
-
 class GroupAssembler:
     """Open groups, keyed by a slot, that are credited and handed out once complete.
 
     Args:
         group_size: members per group.
-        method: a credit method name or alias (:data:`agentenvs.wrappers.METHODS`), or its resolved
+        method: a credit method name or alias (:data:`agentenvs.wrappers.registry.METHODS`), or its resolved
             :class:`~agentenvs.wrappers.registry.CreditMethod` (kept: the registry is not consulted again).
         config: the method's config (default when ``None``).
         capacity: the outbox bound (oldest credited groups dropped beyond it).
@@ -107,7 +65,7 @@ class GroupAssembler:
             (``None``: a fresh one); bound here to the method and config.
 
     The assembler is where a wrapper's group size lives (``group_size``; the wrappers read it
-    from here, and :func:`group_size_of` reads it from them).
+    from here, and :func:`agentenvs.vector.group_size_of` reads it from them).
 
     ``group_size`` must be an int >= 1 (``TypeError`` / ``ValueError`` otherwise); 1 warns, since a
     group of one episode gives every group-relative term 0 (GRPO, GiGPO, GraphGPO and RTMC then

@@ -73,13 +73,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from agentenvs.wrappers.base import refuse_double_credit
-from agentenvs.wrappers.grouping import GroupAssembler, group_size_of
+from agentenvs.wrappers.grouping import GroupAssembler
 from agentenvs.wrappers.recorder import EpisodeRecorder
 from agentenvs.wrappers.registry import get_method
 from agentenvs.wrappers.state import CreditState
 
 from agentenvs.core import Trajectory, TrajectoryStore
-from agentenvs.vector import sub_info
+from agentenvs.vector import group_size_of, sub_info
 
 __all__ = ["VectorCreditWrapper", "credited_groups"]
 
@@ -90,7 +90,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
     Args:
         env: a :class:`agentenvs.GroupedVectorEnv` (anything with ``group_size`` and Gymnasium's
             ``NEXT_STEP`` autoreset), e.g. from :func:`agentenvs.make_group_vec_env`.
-        method: a name or alias in :data:`agentenvs.wrappers.METHODS` (``"grpo"``, ``"gigpo"``,
+        method: a name or alias in :data:`agentenvs.wrappers.registry.METHODS` (``"grpo"``, ``"gigpo"``,
             ``"graphgpo"`` alias ``"graph"``, ``"rtmc"``, or one registered by the user); default
             ``"grpo"``, as for :class:`~agentenvs.wrappers.CreditWrapper` (GRPO needs nothing
             from the env but the outcome).
@@ -103,7 +103,7 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
             :class:`~agentenvs.wrappers.CreditWrapper` (``None``: a fresh one).
 
     Raises ``ValueError`` when ``env`` already has a credit wrapper, or is not a grouped vector
-    env (:func:`~agentenvs.wrappers.group_size_of` finds no group size).
+    env (:func:`~agentenvs.vector.group_size_of` finds no group size).
 
     Attributes: ``method`` (as given), ``credit_method`` (the registry entry), ``config``,
     ``group_size`` (the grouped vector env's, read-only), ``credit_state`` (in ``repr``). See the

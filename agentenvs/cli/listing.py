@@ -61,8 +61,8 @@ def env_rows() -> list[tuple[str, str]]:
 
 
 def method_rows() -> list[tuple[str, tuple[str, ...], str]]:
-    """``(canonical name, aliases, description)`` of every credit method in ``agentenvs.wrappers.METHODS``."""
-    from agentenvs.wrappers import METHODS, method_names
+    """``(canonical name, aliases, description)`` of every credit method in ``agentenvs.wrappers.registry.METHODS``."""
+    from agentenvs.wrappers.registry import METHODS, method_names
 
     rows = []
     for name in method_names():
@@ -79,7 +79,7 @@ def format_listing() -> str:
     width = max(len(env_id) for env_id, _ in envs)
     lines = ["Environments (gym.make(ID) after `import agentenvs`):"]
     lines += [f"  {env_id:<{width}}  {text}" for env_id, text in envs]
-    lines += ["", "Credit methods (agentenvs.wrappers.METHODS; aliases in brackets):"]
+    lines += ["", "Credit methods (agentenvs.wrappers.registry.METHODS; aliases in brackets):"]
     names = [name + (f" [{', '.join(aliases)}]" if aliases else "") for name, aliases, _ in methods]
     width = max(map(len, names))
     lines += [f"  {n:<{width}}  {text}" for n, (_, _, text) in zip(names, methods, strict=True)]

@@ -29,7 +29,8 @@ import gymnasium as gym
 
 import agentenvs
 from agentenvs.cli.train_flags import TrainArgs, env_kwargs, parse_args, usage_error
-from agentenvs.wrappers import METHODS, CreditState, CreditWrapper, VectorCreditWrapper
+from agentenvs.wrappers import CreditState, CreditWrapper, VectorCreditWrapper
+from agentenvs.wrappers.registry import METHODS
 
 __all__ = [
     "add_parser",

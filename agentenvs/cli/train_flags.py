@@ -37,7 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentenvs.wrappers import METHODS, make_config
+from agentenvs.wrappers import make_config
+from agentenvs.wrappers.registry import METHODS
 
 if TYPE_CHECKING:
     from agentenvs.learners.llm.config import TrainConfig

@@ -27,7 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from agentenvs.core import Trajectory
-from agentenvs.wrappers import METHODS, assign_advantages, canonical_name, registered_methods
+from agentenvs.wrappers import assign_advantages, registered_methods
+from agentenvs.wrappers.registry import METHODS, canonical_name
 
 __all__ = [
     "STRUCTURAL_METHODS",
@@ -99,7 +100,7 @@ def compare_methods(
 
     Args:
         trajectories: one group.
-        methods: names or aliases of :data:`agentenvs.wrappers.METHODS`.
+        methods: names or aliases of :data:`agentenvs.wrappers.registry.METHODS`.
         stored_method: the method that credited the stored advantages, or ``None`` (unknown:
             the stored advantages are not listed).
 

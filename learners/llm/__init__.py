@@ -101,6 +101,3 @@ def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-
-
-__all__ = ["TrainConfig"]

@@ -28,9 +28,9 @@ from agentenvs.learners.llm.rollout import (
     collect_sequential,
     prompts_of,
 )
-from agentenvs.wrappers import group_size_of
 
 from agentenvs.core import AgentPrompt, Trajectory
+from agentenvs.vector import group_size_of
 
 __all__ = ["EnvSource", "TaskSplits", "TrainerEnvs", "CreditedEnvs", "choose_tasks", "spread"]
 

@@ -48,12 +48,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from agentenvs.learners.llm.policy import Policy
-from agentenvs.wrappers import group_size_of
 
 from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory, episode_success
 from agentenvs.core.prompting import agent_prompt_for
 from agentenvs.core.trajectory import Step
-from agentenvs.vector import sub_info
+from agentenvs.vector import group_size_of, sub_info
 
 __all__ = [
     "Response",
@@ -307,7 +306,7 @@ def collect_sequential(
     the responses of every env still playing in one batch.
 
     Raises:
-        ValueError: an env has no credit wrapper (:func:`agentenvs.wrappers.group_size_of`).
+        ValueError: an env has no credit wrapper (:func:`agentenvs.vector.group_size_of`).
         RuntimeError: an env played its ``group_size`` episodes without handing out a group in
             ``info["credit"]``, or handed out steps the learner did not sample (a wrapper must
             record the action object it is given).
@@ -365,7 +364,7 @@ def _unbatch(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
 
 def block_size(envs: gym.vector.VectorEnv) -> int:
     """The group size of a vector credit wrapper over a grouped vector env
-    (:func:`agentenvs.wrappers.group_size_of`); ``TypeError`` for any other vector env."""
+    (:func:`agentenvs.vector.group_size_of`); ``TypeError`` for any other vector env."""
     try:
         size = group_size_of(envs)
     except ValueError:

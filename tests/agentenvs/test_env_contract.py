@@ -17,7 +17,6 @@ from agentenvs.wrappers import (
     CreditWrapper,
     GiGPOCreditWrapper,
     GraphCreditWrapper,
-    MissingStateKeyWarning,
     OutcomeCreditWrapper,
     VectorCreditWrapper,
     assign_advantages,
@@ -25,6 +24,7 @@ from agentenvs.wrappers import (
     unregister_method,
 )
 from agentenvs.wrappers.grouping import GroupAssembler
+from agentenvs.wrappers.registry import MissingStateKeyWarning
 from gymnasium.utils.env_checker import check_env
 
 import agentenvs

@@ -16,13 +16,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from agentenvs.wrappers import (
-    METHODS,
-    CreditWrapper,
-    VectorCreditWrapper,
-    credited_groups,
-    method_names,
-)
+from agentenvs.wrappers import CreditWrapper, VectorCreditWrapper, credited_groups
+from agentenvs.wrappers.registry import METHODS, method_names
 from gymnasium.vector.utils import iterate
 from gymnasium.wrappers import PassiveEnvChecker
 from gymnasium.wrappers.vector import DictInfoToList

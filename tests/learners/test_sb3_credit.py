@@ -15,7 +15,8 @@ from agentenvs.learners.sb3 import (  # noqa: E402
     evaluate_success,
     make_credit_vec_env,
 )
-from agentenvs.wrappers import METHODS, GraphCreditWrapper  # noqa: E402
+from agentenvs.wrappers import GraphCreditWrapper
+from agentenvs.wrappers.registry import METHODS
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402

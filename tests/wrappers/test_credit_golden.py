@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from agentenvs.wrappers import METHODS, gigpo, graphgpo, grpo, rtmc
+from agentenvs.wrappers import gigpo, graphgpo, grpo, rtmc
 from agentenvs.wrappers.batch import StepBatch
 from agentenvs.wrappers.gigpo import GiGPOConfig
 from agentenvs.wrappers.graphgpo import GraphGPOConfig
 from agentenvs.wrappers.grpo import GRPOConfig
+from agentenvs.wrappers.registry import METHODS
 from agentenvs.wrappers.rtmc import RTMCConfig
 from credit_builders import path_traj, toy_group
 

@@ -9,7 +9,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from agentenvs.wrappers import (
-    METHODS,
     HindsightCreditWrapper,
     HISRConfig,
     VectorCreditWrapper,
@@ -38,6 +37,7 @@ from agentenvs.wrappers.models.hindsight import (
     turn_requests,
 )
 from agentenvs.wrappers.models.progress import TabularProgressEstimator
+from agentenvs.wrappers.registry import METHODS
 from agentenvs.wrappers.rewards import reward_to_go
 from agentenvs.wrappers.segments import (
     FixedLengthSegmenter,

@@ -98,7 +98,8 @@ class Refuse(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, Refuse())
 import agentenvs.wrappers
-from agentenvs.wrappers import GraphCreditWrapper, METHODS, estimate, GraphGPOConfig
+from agentenvs.wrappers import GraphCreditWrapper, estimate, GraphGPOConfig
+from agentenvs.wrappers.registry import METHODS
 from agentenvs.wrappers import grpo, gigpo, graphgpo, rtmc, grouping, registry, stats, batch, base
 from agentenvs.core import Step, Trajectory
 
@@ -130,7 +131,8 @@ def test_configs_are_frozen_values_and_state_lives_apart() -> None:
     import dataclasses
 
     import pytest
-    from agentenvs.wrappers import METHODS, CreditState, make_config, spa
+    from agentenvs.wrappers import CreditState, make_config, spa
+    from agentenvs.wrappers.registry import METHODS
 
     for name in ("grpo", "gigpo", "graphgpo", "rtmc", "triage", "hisr", "spa"):
         config = METHODS[name].config()

@@ -10,7 +10,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from agentenvs.wrappers import (
-    METHODS,
     GiGPOConfig,
     GraphGPOConfig,
     GRPOConfig,
@@ -32,6 +31,7 @@ from agentenvs.wrappers.batch import (
     state_signature,
 )
 from agentenvs.wrappers.matching import similarity_codes
+from agentenvs.wrappers.registry import METHODS
 from agentenvs.wrappers.stats import (
     dense_codes,
     dense_rank,

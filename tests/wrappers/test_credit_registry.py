@@ -16,8 +16,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from agentenvs.wrappers import (
-    ALIASES,
-    METHODS,
     CreditMethod,
     CreditWrapper,
     GiGPOCreditWrapper,
@@ -28,19 +26,17 @@ from agentenvs.wrappers import (
     RTMCConfig,
     VectorCreditWrapper,
     assign_advantages,
-    canonical_name,
     credited_groups,
     get_method,
     gigpo,
     graphgpo,
     grpo,
-    method_names,
     register_method,
     rtmc,
-    states_only,
     unregister_method,
 )
 from agentenvs.wrappers.batch import default_signature, state_signature
+from agentenvs.wrappers.registry import ALIASES, METHODS, canonical_name, method_names, states_only
 from gymnasium.utils.env_checker import check_env
 
 import agentenvs

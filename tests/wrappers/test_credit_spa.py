@@ -12,7 +12,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from agentenvs.wrappers import (
-    METHODS,
     ProgressCreditWrapper,
     SPAConfig,
     VectorCreditWrapper,
@@ -28,6 +27,7 @@ from agentenvs.wrappers.models.progress import (
     make_estimator,
     sum_loss,
 )
+from agentenvs.wrappers.registry import METHODS
 from agentenvs.wrappers.rewards import reward_to_go
 from agentenvs.wrappers.spa import SPAState, fuse, gae
 from agentenvs.wrappers.state import CreditState

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 from agentenvs.wrappers import (
-    METHODS,
     CreditState,
     CreditWrapper,
     GraphCreditWrapper,
@@ -17,12 +16,12 @@ from agentenvs.wrappers import (
     SPAConfig,
     VectorCreditWrapper,
     assign_advantages,
-    group_size_of,
 )
+from agentenvs.wrappers.registry import METHODS
 
 import agentenvs
 from agentenvs.core import Step, Trajectory
-from agentenvs.vector import DEFAULT_GROUP_SIZE
+from agentenvs.vector import DEFAULT_GROUP_SIZE, group_size_of
 
 
 def _spa_env(group_size=2, state=None, config=None):

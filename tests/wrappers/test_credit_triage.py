@@ -17,7 +17,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from agentenvs.wrappers import (
-    METHODS,
     GRPOConfig,
     RoleCreditWrapper,
     TriageConfig,
@@ -39,6 +38,7 @@ from agentenvs.wrappers.models.judges import (
     make_judge,
     parse_judge_output,
 )
+from agentenvs.wrappers.registry import METHODS
 from agentenvs.wrappers.state import CreditState
 from agentenvs.wrappers.triage import TriageState, outcome_advantages, whiten
 

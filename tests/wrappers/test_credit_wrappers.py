@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from agentenvs.wrappers import (
-    METHODS,
     CreditWrapper,
     GiGPOCreditWrapper,
     GraphCreditWrapper,
@@ -17,6 +16,7 @@ from agentenvs.wrappers import (
     VectorCreditWrapper,
     credited_groups,
 )
+from agentenvs.wrappers.registry import METHODS
 
 import agentenvs
 from agentenvs.core import Step

@@ -20,13 +20,13 @@ from agentenvs.learners.llm.loss import token_logprobs  # noqa: E402
 from agentenvs.learners.llm.policy import Policy, collate, response_logits  # noqa: E402
 from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
 from agentenvs.wrappers import (  # noqa: E402
-    METHODS,
     CreditState,
     GraphCreditWrapper,
     ProgressCreditWrapper,
     SPAConfig,
     VectorCreditWrapper,
 )
+from agentenvs.wrappers.registry import METHODS  # noqa: E402
 from llm_fixtures import assert_intervals_in_range, tiny_policy  # noqa: E402
 
 import agentenvs  # noqa: E402
