@@ -39,6 +39,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from agentenvs.vector import DEFAULT_GROUP_SIZE
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 #: (label, TrainConfig precision fields); each also runs with gradient checkpointing.
@@ -195,8 +197,8 @@ def main() -> None:
     p.add_argument("--credit", default="graph")
     p.add_argument("--rollout", default="parallel", choices=["parallel", "sequential"])
     p.add_argument("--iterations", type=int, default=3, help="measured iterations (+1 warm-up)")
-    p.add_argument("--groups", type=int, default=2)
-    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--groups", type=int, default=1)
+    p.add_argument("--group-size", type=int, default=DEFAULT_GROUP_SIZE)
     p.add_argument("--max-steps", type=int, default=3)
     p.add_argument("--max-new-tokens", type=int, default=32)
     p.add_argument("--prompt", default="reference", choices=["reference", "compact"])

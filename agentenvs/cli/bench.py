@@ -36,6 +36,7 @@ import numpy as np
 
 from agentenvs.cli.errors import CLIError, check_env_id, parse_env_kwargs
 from agentenvs.cli.play import wrap_action
+from agentenvs.vector import DEFAULT_GROUP_SIZE
 
 __all__ = ["BenchResult", "bench_env", "format_table", "add_parser", "run"]
 
@@ -89,8 +90,8 @@ def _action_formats(envs: Any, env_id: str, env_kwargs: dict[str, Any] | None) -
 def bench_env(
     env_id: str,
     steps: int = 2000,
-    groups: int = 2,
-    group_size: int = 4,
+    groups: int = 1,
+    group_size: int = DEFAULT_GROUP_SIZE,
     vectorization: str = "sync",
     seed: int = 0,
     env_kwargs: dict[str, Any] | None = None,
@@ -224,9 +225,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--steps", type=int, default=2000, help="sub-env steps per env (default: %(default)s)"
     )
-    p.add_argument("--groups", type=int, default=2, help="groups (default: %(default)s)")
+    p.add_argument("--groups", type=int, default=1, help="groups (default: %(default)s)")
     p.add_argument(
-        "--group-size", type=int, default=4, help="sub-envs per group (default: %(default)s)"
+        "--group-size",
+        type=int,
+        default=DEFAULT_GROUP_SIZE,
+        help="sub-envs per group (default: %(default)s)",
     )
     p.add_argument(
         "--vectorization",

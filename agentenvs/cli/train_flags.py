@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentenvs.vector import DEFAULT_GROUP_SIZE
 from agentenvs.wrappers import make_config
 from agentenvs.wrappers.registry import METHODS
 
@@ -309,7 +310,7 @@ class TrainArgs:
     credit_config: Any = field(default_factory=dict)
     judge: str | None = None
     groups: int = 2
-    group_size: int = 4
+    group_size: int = DEFAULT_GROUP_SIZE
     rollout: Literal["parallel", "sequential"] = "parallel"
     vectorization: Literal["sync", "async", "ray"] = "sync"
     ray_address: str | None = None
