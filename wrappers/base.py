@@ -56,7 +56,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from agentenvs.wrappers.grouping import GroupAssembler
 from agentenvs.wrappers.recorder import EpisodeRecorder
-from agentenvs.wrappers.registry import _bind_wrapper, _generic_wrapper, canonical_name, get_method
+from agentenvs.wrappers.registry import bind_wrapper, canonical_name, generic_wrapper, get_method
 from agentenvs.wrappers.state import CreditState
 from gymnasium.core import ActType, ObsType
 
@@ -134,7 +134,7 @@ class CreditWrapper(
         super().__init_subclass__(**kwargs)
         if method is not None:
             cls.method = canonical_name(method)
-            _bind_wrapper(cls.method, cls)
+            bind_wrapper(cls.method, cls)
 
     def __init__(
         self,
@@ -249,7 +249,7 @@ def refuse_double_credit(env: gym.Env | gym.vector.VectorEnv, wrapper: str) -> N
     return None
 
 
-_generic_wrapper.append(CreditWrapper)  # CreditMethod.wrap's wrapper for a method with no named one
+generic_wrapper.append(CreditWrapper)  # CreditMethod.wrap's wrapper for a method with no named one
 
 
 class OutcomeCreditWrapper(CreditWrapper, method="grpo"):

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from agentenvs.wrappers.batch import StepBatch
-from agentenvs.wrappers.grpo import GRPOConfig, _check_choice, episode_advantages
+from agentenvs.wrappers.grpo import GRPOConfig, check_choice, episode_advantages
 from agentenvs.wrappers.matching import similarity_codes
 from agentenvs.wrappers.stats import dense_codes, group_zscore, radix_argsort
 
@@ -100,7 +100,7 @@ class GraphGPOConfig(GRPOConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_choice("reward_convention", self.reward_convention, REWARD_CONVENTIONS)
+        check_choice("reward_convention", self.reward_convention, REWARD_CONVENTIONS)
         if not 0.0 < self.distance_discount < 1.0:
             raise ValueError(f"distance_discount must be in (0, 1), got {self.distance_discount}")
         if self.success_reward <= 0:

@@ -95,14 +95,14 @@ class GRPOConfig:
         return cls(**{**fields, **overrides})
 
     def __post_init__(self) -> None:
-        _check_choice("episode_norm", self.episode_norm, EPISODE_NORMS)
-        _check_choice("norm", self.norm, NORMS)
-        _check_choice("penalty_scope", self.penalty_scope, PENALTY_SCOPES)
+        check_choice("episode_norm", self.episode_norm, EPISODE_NORMS)
+        check_choice("norm", self.norm, NORMS)
+        check_choice("penalty_scope", self.penalty_scope, PENALTY_SCOPES)
         if self.ddof < 0 or self.eps < 0 or self.invalid_penalty < 0:
             raise ValueError("ddof, eps and invalid_penalty must be >= 0")
 
 
-def _check_choice(name: str, value: str, choices: Sequence[str]) -> None:
+def check_choice(name: str, value: str, choices: Sequence[str]) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
 

@@ -329,7 +329,7 @@ class CreditMethod:
     ) -> gym.Env:
         """``env`` in this method's wrapper (its named class, else :class:`~agentenvs.wrappers.CreditWrapper`),
         with a fresh :class:`~agentenvs.wrappers.state.CreditState`."""
-        wrapper = self.wrapper or _generic_wrapper[0]
+        wrapper = self.wrapper or generic_wrapper[0]
         return wrapper(env, group_size=group_size, config=config, method=self.name)
 
     def __iter__(self) -> Iterator[Any]:
@@ -340,7 +340,7 @@ _lock = threading.RLock()
 _entries: dict[str, CreditMethod] = {}  # canonical name -> entry
 _aliases: dict[str, str] = {}  # alias -> canonical name
 _names: dict[str, CreditMethod] = {}  # canonical names and aliases -> entry
-_generic_wrapper: list[
+generic_wrapper: list[
     type
 ] = []  # [CreditWrapper], set by agentenvs.wrappers.base (which imports this)
 
@@ -457,7 +457,7 @@ def _remove_name(name: str) -> None:
         del _aliases[alias]
 
 
-def _bind_wrapper(name: str, wrapper: type) -> None:
+def bind_wrapper(name: str, wrapper: type) -> None:
     """Make ``wrapper`` the named wrapper of method ``name`` unless it has one already."""
     with _lock:
         entry = get_method(name)[0]

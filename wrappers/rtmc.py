@@ -38,7 +38,7 @@ from agentenvs.wrappers.batch import (
     action_signature,
     default_signature,
 )
-from agentenvs.wrappers.grpo import _check_choice
+from agentenvs.wrappers.grpo import check_choice
 from agentenvs.wrappers.stats import dense_codes, discounted_returns, radix_argsort
 
 from agentenvs.core import Step
@@ -123,9 +123,9 @@ class RTMCConfig:
         return cls(**{**cls.REFERENCE_FIELDS, **overrides})
 
     def __post_init__(self) -> None:
-        _check_choice("prior", self.prior, ("success_rate", "mean_return"))
-        _check_choice("normalize", self.normalize, ("group_std", "none"))
-        _check_choice("visit_mode", self.visit_mode, ("first_visit", "every_visit"))
+        check_choice("prior", self.prior, ("success_rate", "mean_return"))
+        check_choice("normalize", self.normalize, ("group_std", "none"))
+        check_choice("visit_mode", self.visit_mode, ("first_visit", "every_visit"))
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma must be in [0, 1], got {self.gamma}")
         if self.alpha < 0 or self.eps < 0:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 __all__ = ["ParsedAction", "parse_action", "parse_action_verl"]
 
-_CJK = re.compile("[\u4e00-\u9fff]")
+CJK_CHARS = re.compile("[\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def parse_action(
         think = lower.find("<think>", 0, start)
         if think < 0 or lower.find("</think>", think, start) < 0:
             return _invalid(f"no <think>...</think> block before <{tag}>", command)
-    if reject_cjk and _CJK.search(text):
+    if reject_cjk and CJK_CHARS.search(text):
         return _invalid("CJK characters are not allowed", command)
     return ParsedAction(command, True)
 
@@ -104,6 +104,6 @@ def parse_action_verl(text: object, *, fallback_chars: int = 30) -> ParsedAction
     command = lower[start + len("<action>") : end].strip()
     if "<think>" not in lower or "</think>" not in lower:
         return _invalid("missing <think> or </think>", command)
-    if _CJK.search(text):
+    if CJK_CHARS.search(text):
         return _invalid("CJK characters are not allowed", command)
     return ParsedAction(command, True)

@@ -24,7 +24,7 @@ Layout under ``root`` (a directory that holds the store only):
 * Parquet (needs pyarrow): ``root/<run>/part-<n>.parquet`` (``n`` zero-padded to 6 digits), one row
   per group, columns ``run``, ``iteration`` (int64, null when none), ``method``, ``group_id``,
   ``task_id``, ``time``, ``trajectories`` (the JSON text of the ``Trajectory.to_dict()`` list) and
-  ``crc`` (int64: the CRC-32 of the row's other values, :func:`~agentenvs.core.store_format._row_bytes`), zstd-compressed; one
+  ``crc`` (int64: the CRC-32 of the row's other values, :func:`~agentenvs.core.store_format.row_bytes`), zstd-compressed; one
   part per append (or per ``flush_every`` appends); the schema's metadata holds
   ``agentenvs.store: 2``.
 
@@ -75,18 +75,18 @@ from typing import Any
 
 from agentenvs.core.jsonl import append_line
 from agentenvs.core.store_format import (
-    _META,
-    _VERSION,
+    FORMAT_VERSION,
+    META_FIELDS,
     STORE_FORMATS,
     StoredGroup,
-    _check_run,
-    _encode_line,
-    _fsync_dir,
-    _parse_line,
-    _parts,
-    _pyarrow,
-    _row_bytes,
-    _schema,
+    arrow_schema,
+    check_run,
+    encode_line,
+    fsync_dir,
+    load_pyarrow,
+    parse_line,
+    part_files,
+    row_bytes,
 )
 from agentenvs.core.store_read import GroupReader, list_runs, read_groups
 from agentenvs.core.trajectory import Trajectory
@@ -137,7 +137,7 @@ class TrajectoryStore:
     ) -> None:
         if fmt not in STORE_FORMATS:
             raise ValueError(f"fmt must be one of {STORE_FORMATS}, got {fmt!r}")
-        self.run = _check_run(run)
+        self.run = check_run(run)
         drop = () if isinstance(drop_extras, str) else tuple(drop_extras)
         if isinstance(drop_extras, str) or not all(isinstance(k, str) for k in drop):
             raise ValueError(f"drop_extras must be a sequence of key names, got {drop_extras!r}")
@@ -161,13 +161,13 @@ class TrajectoryStore:
             self.path = self.root / f"{run}.jsonl"
             self._open_jsonl()
         else:
-            self._pa, self._pq = _pyarrow()
+            self._pa, self._pq = load_pyarrow()
             self.path = self.root / run
             self.path.mkdir(exist_ok=True)
-            parts = _parts(self.path)
+            parts = part_files(self.path)
             self._next_part = parts[-1][0] + 1 if parts else 0
         if self.sync:
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
 
     def _open_jsonl(self) -> None:
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -199,7 +199,7 @@ class TrajectoryStore:
         record = self._record(group, method, iteration)
         if self.fmt == "jsonl":
             assert self._fd is not None  # open while the store is
-            append_line(self._fd, _encode_line(record), self.sync)
+            append_line(self._fd, encode_line(record), self.sync)
         else:
             self._buffer.append(record)
             if len(self._buffer) >= self.flush_every:
@@ -224,7 +224,7 @@ class TrajectoryStore:
                 raise ValueError(f"iteration must be an int >= 0 or None, got {iteration!r}")
             iteration = int(iteration)
         return {
-            "v": _VERSION,
+            "v": FORMAT_VERSION,
             "run": self.run,
             "iteration": iteration,
             "method": method,
@@ -258,15 +258,15 @@ class TrajectoryStore:
 
     def _write_part(self, records: list[dict[str, Any]]) -> Path:
         pa, pq = self._pa, self._pq
-        columns: dict[str, list[Any]] = {k: [r[k] for r in records] for k in _META}
+        columns: dict[str, list[Any]] = {k: [r[k] for r in records] for k in META_FIELDS}
         columns["trajectories"] = [
             json.dumps(r["trajectories"], ensure_ascii=False) for r in records
         ]
         columns["crc"] = [
-            zlib.crc32(_row_bytes(r, t))
+            zlib.crc32(row_bytes(r, t))
             for r, t in zip(records, columns["trajectories"], strict=True)
         ]
-        table = pa.table(columns, schema=_schema(pa))
+        table = pa.table(columns, schema=arrow_schema(pa))
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".part-", suffix=".tmp")
         os.close(fd)
         try:
@@ -282,7 +282,7 @@ class TrajectoryStore:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         if self.sync:
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
         return final
 
     def _publish(self, tmp: Path) -> Path:
@@ -293,11 +293,11 @@ class TrajectoryStore:
             try:
                 os.link(tmp, final)  # fails if the name is taken: another writer's part
             except FileExistsError:
-                n = _parts(self.path)[-1][0] + 1
+                n = part_files(self.path)[-1][0] + 1
                 continue
             except OSError:  # a filesystem without hard links: rename (one writer per run)
                 if final.exists():
-                    n = _parts(self.path)[-1][0] + 1
+                    n = part_files(self.path)[-1][0] + 1
                     continue
                 os.replace(tmp, final)
             self._next_part = n + 1
@@ -328,7 +328,7 @@ class TrajectoryStore:
             for line in f:
                 if not line.strip():
                     continue
-                record = _parse_line(line)
+                record = parse_line(line)
                 iteration = record.get("iteration") if isinstance(record, dict) else None
                 if record is None:
                     torn += 1
@@ -348,7 +348,7 @@ class TrajectoryStore:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        _fsync_dir(self.root)
+        fsync_dir(self.root)
         assert self._fd is not None  # open while the store is
         os.close(self._fd)
         self._open_jsonl()
@@ -357,7 +357,7 @@ class TrajectoryStore:
     def _truncate_parquet(self, last: int) -> int:
         pa, pq = self._pa, self._pq
         dropped = 0
-        for _, part in _parts(self.path):
+        for _, part in part_files(self.path):
             try:
                 table = pq.read_table(part)
             except Exception:  # noqa: BLE001 - a damaged part stays; readers skip it
@@ -377,7 +377,7 @@ class TrajectoryStore:
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         return dropped
 
     def close(self) -> None:

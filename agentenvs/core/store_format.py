@@ -28,11 +28,11 @@ __all__ = ["STORE_FORMATS", "StoredGroup"]
 #: The on-disk formats: JSON lines (no dependency) and Parquet (pyarrow).
 STORE_FORMATS = ("jsonl", "parquet")
 
-_VERSION = 2  # the record format: 2 adds the checksums
-_META = ("run", "iteration", "method", "group_id", "task_id", "time")
+FORMAT_VERSION = 2  # the record format: 2 adds the checksums
+META_FIELDS = ("run", "iteration", "method", "group_id", "task_id", "time")
 _PART = re.compile(r"part-(\d+)\.parquet")
 _CRC_SUFFIX = re.compile(rb', "crc": "([0-9a-f]{8})"\}\n\Z')
-_CRC_MARK = b', "crc": "'
+CRC_MARK = b', "crc": "'
 
 
 @dataclass
@@ -60,7 +60,7 @@ class StoredGroup:
     trajectories: list[Trajectory] = field(default_factory=list)
 
 
-def _pyarrow() -> tuple[Any, Any]:
+def load_pyarrow() -> tuple[Any, Any]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -71,7 +71,7 @@ def _pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-def _schema(pa: Any) -> Any:
+def arrow_schema(pa: Any) -> Any:
     return pa.schema(
         [
             ("run", pa.string()),
@@ -83,11 +83,11 @@ def _schema(pa: Any) -> Any:
             ("trajectories", pa.large_string()),
             ("crc", pa.int64()),
         ],
-        metadata={b"agentenvs.store": str(_VERSION).encode()},
+        metadata={b"agentenvs.store": str(FORMAT_VERSION).encode()},
     )
 
 
-def _check_run(run: Any) -> str:
+def check_run(run: Any) -> str:
     if (
         not isinstance(run, str)
         or run in ("", ".", "..")
@@ -102,7 +102,7 @@ def _check_run(run: Any) -> str:
     return run
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     """Make a directory's entries (a new or renamed file) durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -111,19 +111,19 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _parts(run_dir: Path) -> list[tuple[int, Path]]:
+def part_files(run_dir: Path) -> list[tuple[int, Path]]:
     """The published Parquet parts of a run directory, in part order."""
     found = [(int(m.group(1)), p) for p in run_dir.iterdir() if (m := _PART.fullmatch(p.name))]
     return sorted(found)
 
 
-def _encode_line(record: dict[str, Any]) -> bytes:
+def encode_line(record: dict[str, Any]) -> bytes:
     """``record`` as one JSON line ending in its ``crc`` (see the module docstring)."""
     body = dumps_line(record).rstrip("\n").encode("utf-8")
-    return body[:-1] + _CRC_MARK + b"%08x" % zlib.crc32(body) + b'"}\n'
+    return body[:-1] + CRC_MARK + b"%08x" % zlib.crc32(body) + b'"}\n'
 
 
-def _parse_line(line: bytes) -> dict[str, Any] | None:
+def parse_line(line: bytes) -> dict[str, Any] | None:
     """A JSON line's record, or ``None`` when the line is torn, fails its checksum, or is not a
     well-formed record (version 1 lines, without a checksum, are validated only)."""
     found = _CRC_SUFFIX.search(line)
@@ -134,23 +134,23 @@ def _parse_line(line: bytes) -> dict[str, Any] | None:
         record = json.loads(body)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError
         return None
-    if not line.endswith(b"\n") or not _well_formed(record):
+    if not line.endswith(b"\n") or not well_formed(record):
         return None
     if not isinstance(record.get("trajectories"), list):
         return None
-    if record["v"] != (_VERSION if found else 1) or "crc" in record:
+    if record["v"] != (FORMAT_VERSION if found else 1) or "crc" in record:
         return None
     return record
 
 
-def _row_bytes(row: dict[str, Any], text: str) -> bytes:
+def row_bytes(row: dict[str, Any], text: str) -> bytes:
     """A Parquet row's values (its metadata, and the ``trajectories`` JSON ``text``) as the bytes
     its ``crc`` covers."""
-    return json.dumps([*(row[k] for k in _META), text]).encode("utf-8")
+    return json.dumps([*(row[k] for k in META_FIELDS), text]).encode("utf-8")
 
 
-def _well_formed(record: Any) -> bool:
-    """Whether ``record`` has a group's metadata keys (:data:`_META`) with the stored types."""
+def well_formed(record: Any) -> bool:
+    """Whether ``record`` has a group's metadata keys (:data:`META_FIELDS`) with the stored types."""
     if not isinstance(record, dict):
         return False
     iteration, run_time = record.get("iteration"), record.get("time")

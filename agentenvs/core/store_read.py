@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 
 from agentenvs.core.store_format import (
-    _CRC_MARK,
-    _META,
+    CRC_MARK,
+    META_FIELDS,
     StoredGroup,
-    _parse_line,
-    _parts,
-    _pyarrow,
-    _row_bytes,
-    _well_formed,
+    load_pyarrow,
+    parse_line,
+    part_files,
+    row_bytes,
+    well_formed,
 )
 from agentenvs.core.trajectory import Trajectory
 
@@ -144,19 +144,19 @@ class GroupReader(Iterator[StoredGroup]):
             for line_no, line in enumerate(f, 1):
                 if not line.strip():
                     continue
-                record = _parse_line(line)
+                record = parse_line(line)
                 if record is None:
-                    self._skip(f"{path}:{line_no}", max(1, line.count(_CRC_MARK)))
+                    self._skip(f"{path}:{line_no}", max(1, line.count(CRC_MARK)))
                 elif select.select(record):
                     yield from self._group(
                         f"{path}:{line_no}", select, record, record["trajectories"]
                     )
 
     def _read_part(self, path: Path, select: _Filter) -> Iterator[StoredGroup]:
-        _, pq = _pyarrow()
+        _, pq = load_pyarrow()
         try:
             table = pq.read_table(path)
-            meta = {k: table.column(k).to_pylist() for k in _META}
+            meta = {k: table.column(k).to_pylist() for k in META_FIELDS}
             texts = table.column("trajectories").to_pylist()
             version = (table.schema.metadata or {}).get(b"agentenvs.store")
             crcs = table.column("crc").to_pylist() if version != b"1" else [None] * len(texts)
@@ -165,11 +165,11 @@ class GroupReader(Iterator[StoredGroup]):
             self._skip(str(path), _row_count(path))
             return
         for i, (text, crc) in enumerate(zip(texts, crcs, strict=True)):
-            row = {k: meta[k][i] for k in _META}
-            readable = _well_formed(row) and isinstance(text, str)
+            row = {k: meta[k][i] for k in META_FIELDS}
+            readable = well_formed(row) and isinstance(text, str)
             checked = crc is None and version == b"1"  # version 1: no checksum to match
             if readable and not checked:
-                checked = crc == zlib.crc32(_row_bytes(row, text))
+                checked = crc == zlib.crc32(row_bytes(row, text))
             if not (readable and checked):
                 self._skip(f"{path}:row {i}")
             elif select.select(row):
@@ -193,7 +193,7 @@ class GroupReader(Iterator[StoredGroup]):
 
 def _row_count(path: Path) -> int:
     """The rows a damaged Parquet part held, from its footer (1 when that is unreadable too)."""
-    _, pq = _pyarrow()
+    _, pq = load_pyarrow()
     try:
         return max(1, int(pq.ParquetFile(path).metadata.num_rows))
     except Exception:  # noqa: BLE001 - pyarrow raises many kinds on a damaged file
@@ -251,8 +251,8 @@ def read_groups(
         if (path / f"{name}.jsonl").is_file():
             sources.append(("jsonl", path / f"{name}.jsonl"))
         if (path / name).is_dir():
-            parts = _parts(path / name)
+            parts = part_files(path / name)
             if parts:
-                _pyarrow()
+                load_pyarrow()
             sources += [("parquet", part) for _, part in parts]
     return GroupReader(sources, select)

@@ -103,13 +103,13 @@ from agentenvs.searchqa.serve_http import (
     MAX_WAITING,
     MAX_WAITING_BYTES,
     REQUEST_TIMEOUT_S,
-    _check_size,
-    _Gate,
-    _Handler,
-    _HTTPError,
-    _Pending,
-    _Server,
-    _Server6,
+    Gate,
+    Handler,
+    Pending,
+    RequestError,
+    Server,
+    Server6,
+    check_size,
 )
 
 __all__ = [
@@ -179,18 +179,18 @@ class RetrievalServer:
         self.batches = 0
         self._lock = threading.Lock()  # guards the state below and the counters
         self._ready = threading.Condition(self._lock)  # a request queued, or one less arriving
-        self._pending: deque[_Pending] = deque()
+        self._pending: deque[Pending] = deque()
         self._arriving = 0  # requests whose head is read, not yet queued
         self._closing = False
         self._started = False
         self._stopped = False
         self._handlers: set[threading.Thread] = set()
         self._threads: list[threading.Thread] = []
-        # The gate builds each _Handler from an arrival itself; the server never calls the class.
+        # The gate builds each Handler from an arrival itself; the server never calls the class.
         if host == "::1":
-            self._httpd: _Server = _Server6(("::1", port), _Handler, bind_and_activate=False)  # type: ignore[arg-type]
+            self._httpd: Server = Server6(("::1", port), Handler, bind_and_activate=False)  # type: ignore[arg-type]
         else:
-            self._httpd = _Server(("127.0.0.1", port), _Handler, bind_and_activate=False)  # type: ignore[arg-type]
+            self._httpd = Server(("127.0.0.1", port), Handler, bind_and_activate=False)  # type: ignore[arg-type]
         self._httpd.owner = self
         try:
             self._httpd.server_bind()
@@ -198,7 +198,7 @@ class RetrievalServer:
         except BaseException:
             self._httpd.server_close()
             raise
-        self._gate = _Gate(self._httpd, float(request_timeout_s))
+        self._gate = Gate(self._httpd, float(request_timeout_s))
         self.host = "::1" if host == "::1" else "127.0.0.1"
         self.port: int = self._httpd.server_address[1]
 
@@ -286,19 +286,19 @@ class RetrievalServer:
                 self._ready.notify_all()
             self._arriving += change
 
-    def _answer(self, body: Any, handler: _Handler) -> list[bytes]:
+    def _answer(self, body: Any, handler: Handler) -> list[bytes]:
         """The encoded response for a parsed ``/retrieve`` request (runs in a handler thread)."""
         try:
             queries, topk, return_scores = parse_request(body)
         except ValueError as err:
-            raise _HTTPError(400, str(err)) from None
-        _check_size(queries, topk)
-        pending = _Pending(queries, topk, return_scores)
+            raise RequestError(400, str(err)) from None
+        check_size(queries, topk)
+        pending = Pending(queries, topk, return_scores)
         if not queries:
             return pending.body()
         with self._ready:
             if self._closing:
-                raise _HTTPError(503, "the server is stopping")
+                raise RequestError(503, "the server is stopping")
             self._pending.append(pending)
             if handler.arriving:
                 handler.arriving = False
@@ -309,7 +309,7 @@ class RetrievalServer:
             raise pending.error
         return pending.body()
 
-    def _next_batch(self) -> list[tuple[_Pending, int, int]] | None:
+    def _next_batch(self) -> list[tuple[Pending, int, int]] | None:
         """The slices to answer in the next call (``None``: stopped and nothing left)."""
         with self._ready:
             while not self._pending:
@@ -330,14 +330,14 @@ class RetrievalServer:
                 self._ready.wait(remaining)
             return self._take_round()
 
-    def _take_round(self) -> list[tuple[_Pending, int, int]]:
+    def _take_round(self) -> list[tuple[Pending, int, int]]:
         """``(request, start, stop)`` slices for one call (lock held): least served first.
 
         Requests are visited by the work handed out to them so far (ties: in arrival order); each
         gives up to ``max_batch // len(queue)`` (at least one) of its next queries, until
         ``max_batch`` queries or :data:`CALL_COST` (the first query always goes)."""
         share = max(1, self.max_batch // len(self._pending))
-        batch: list[tuple[_Pending, int, int]] = []
+        batch: list[tuple[Pending, int, int]] = []
         size = chars = topk = 0
         for item in sorted(self._pending, key=lambda pending: pending.served):
             want = min(item.left, share)
@@ -363,7 +363,7 @@ class RetrievalServer:
         while (batch := self._next_batch()) is not None:
             self._run(batch)
 
-    def _run(self, batch: list[tuple[_Pending, int, int]]) -> None:
+    def _run(self, batch: list[tuple[Pending, int, int]]) -> None:
         """One ``retrieve`` call for ``batch``'s slices, their rows encoded here (all the heavy
         work stays in this thread, scheduled fairly); a request whose last slice this is (or
         that failed: its other slices are dropped) is answered."""
@@ -379,7 +379,7 @@ class RetrievalServer:
                         item.add_row(row)
                 offset += stop - start
         except Exception as err:  # noqa: BLE001 - any retriever failure becomes a 500
-            error = _HTTPError(500, f"the retriever failed: {type(err).__name__}: {err}")
+            error = RequestError(500, f"the retriever failed: {type(err).__name__}: {err}")
             for item, _, _ in batch:
                 item.error = error
         finished = [

@@ -83,14 +83,14 @@ _HEAD, _TAIL = b'{"result": [', b"]}"
 _SEND_BYTES = 1 << 18  # a response is sent in pieces of about this size
 
 
-class _HTTPError(Exception):
+class RequestError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
 
 
 @dataclass(eq=False)  # compared by identity: the queue holds each request once
-class _Pending:
+class Pending:
     """One request being answered by the worker: ``queries[:cursor]`` are handed out, ``rows``
     holds the JSON of each answered query's row (``size`` bytes in all)."""
 
@@ -103,7 +103,7 @@ class _Pending:
     served: int = 0  # work handed out: query characters + HIT_COST x topk per query
     rows: list[bytes] = field(default_factory=list)
     size: int = 0
-    error: _HTTPError | None = None
+    error: RequestError | None = None
 
     def add_row(self, hits: Sequence[Hit]) -> None:
         """Encode one query's row; past :data:`MAX_RESPONSE_BYTES`, the request fails with 413."""
@@ -111,7 +111,7 @@ class _Pending:
         self.rows.append(json.dumps(row, ensure_ascii=False).encode("utf-8"))
         self.size += len(self.rows[-1]) + 2
         if self.size + len(_HEAD) + len(_TAIL) > MAX_RESPONSE_BYTES:
-            self.error = _HTTPError(
+            self.error = RequestError(
                 413,
                 f"the response passes {MAX_RESPONSE_BYTES} bytes at query {len(self.rows)} of "
                 f"{len(self.queries)} (long passages); ask fewer queries or a smaller topk",
@@ -187,14 +187,14 @@ def _raw_answer(status: int, reason: str, message: str) -> bytes:
     ).encode() + body
 
 
-class _Gate:
+class Gate:
     """The accept loop: accepts connections and reads each one's request (head, then
     ``Content-Length`` bytes of body) with one selector, no thread per connection; a whole
-    request goes to :meth:`_Server.dispatch`. A request not whole :data:`REQUEST_TIMEOUT_S`
+    request goes to :meth:`Server.dispatch`. A request not whole :data:`REQUEST_TIMEOUT_S`
     after connecting gets 408; past :data:`MAX_WAITING` waiting connections, or
     :data:`MAX_WAITING_BYTES` held by them, the oldest do."""
 
-    def __init__(self, server: _Server, request_timeout_s: float) -> None:
+    def __init__(self, server: Server, request_timeout_s: float) -> None:
         self.server = server
         self.request_timeout_s = request_timeout_s
         self.selector = selectors.DefaultSelector()
@@ -305,8 +305,8 @@ class _Gate:
         self.server.dispatch(arrival)
 
 
-class _Server(http.server.HTTPServer):
-    """The listening socket and the request threads: :class:`_Gate` reads each request whole,
+class Server(http.server.HTTPServer):
+    """The listening socket and the request threads: :class:`Gate` reads each request whole,
     :meth:`dispatch` answers it on a thread, at most :data:`MAX_CONNECTIONS` at once (the rest
     wait in arrival order)."""
 
@@ -339,7 +339,7 @@ class _Server(http.server.HTTPServer):
     def _serve(self, arrival: _Arrival | None) -> None:
         while arrival is not None:
             try:
-                _Handler(arrival, self)
+                Handler(arrival, self)
             except Exception:  # noqa: BLE001 - as socketserver does: log and go on
                 self.handle_error(arrival.sock, arrival.address)
             finally:
@@ -367,20 +367,20 @@ class _Server(http.server.HTTPServer):
         self.close_request(request)
 
 
-class _Server6(_Server):
+class Server6(Server):
     address_family = socket.AF_INET6
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class Handler(http.server.BaseHTTPRequestHandler):
     """Answers one whole request (read by the gate: ``rfile`` is its bytes, never the socket)."""
 
-    server: _Server
+    server: Server
     timeout = 60  # seconds one write of the answer may block
     disable_nagle_algorithm = True  # headers and body go out as two writes: no delayed-ACK stall
     server_version = "agentenvs-retrieval/1"
     error_content_type = "application/json"
 
-    def __init__(self, arrival: _Arrival, server: _Server) -> None:
+    def __init__(self, arrival: _Arrival, server: Server) -> None:
         self.data = bytes(arrival.data)
         self.arriving = arrival.arriving  # counted in RetrievalServer._arriving until queued
         super().__init__(arrival.sock, arrival.address, server)
@@ -436,15 +436,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         try:
             if path == "/retrieve":
                 if method != "POST":
-                    raise _HTTPError(405, f"{method} not allowed on /retrieve; use POST")
+                    raise RequestError(405, f"{method} not allowed on /retrieve; use POST")
                 self._send(200, owner._answer(self._read_json(), self))
             elif path == "/health":
                 if method != "GET":
-                    raise _HTTPError(405, f"{method} not allowed on /health; use GET")
+                    raise RequestError(405, f"{method} not allowed on /health; use GET")
                 self._send_json(200, owner.health())
             else:
-                raise _HTTPError(404, f"no such path: {path}")
-        except _HTTPError as err:
+                raise RequestError(404, f"no such path: {path}")
+        except RequestError as err:
             allow = {"/retrieve": "POST", "/health": "GET"}.get(path)
             headers = [("Allow", allow)] if err.status == 405 and allow else []
             self._send_json(err.status, {"error": str(err)}, headers)
@@ -454,22 +454,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _read_json(self) -> Any:
         length_header = self.headers.get("Content-Length")
         if length_header is None:
-            raise _HTTPError(411, "a Content-Length header is required")
+            raise RequestError(411, "a Content-Length header is required")
         try:
             length = int(length_header)
             if length < 0:
                 raise ValueError
         except ValueError:
-            raise _HTTPError(400, f"bad Content-Length: {length_header!r}") from None
+            raise RequestError(400, f"bad Content-Length: {length_header!r}") from None
         if length > MAX_BODY_BYTES:  # the gate dropped the body (up to _DRAIN_LIMIT bytes)
-            raise _HTTPError(413, f"the body is {length} bytes; at most {MAX_BODY_BYTES} allowed")
+            raise RequestError(413, f"the body is {length} bytes; at most {MAX_BODY_BYTES} allowed")
         raw = self.rfile.read(length)
         try:
             return json.loads(raw)
         except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
-            raise _HTTPError(400, f"the body is not JSON: {err}") from None
+            raise RequestError(400, f"the body is not JSON: {err}") from None
         except RecursionError:
-            raise _HTTPError(400, "the body is not JSON we read: nested too deeply") from None
+            raise RequestError(400, "the body is not JSON we read: nested too deeply") from None
 
     def do_GET(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's naming
         self._route("GET")
@@ -487,18 +487,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._route("PATCH")
 
 
-def _check_size(queries: list[str], topk: int) -> None:
+def check_size(queries: list[str], topk: int) -> None:
     """400 for a query that is not valid Unicode; 413 for a request past the size limits."""
     try:
         "".join(queries).encode("utf-8")
     except UnicodeEncodeError:
-        raise _HTTPError(400, "every query must be valid Unicode (no lone surrogates)") from None
+        raise RequestError(400, "every query must be valid Unicode (no lone surrogates)") from None
     if len(queries) * topk > MAX_RESULTS:
-        raise _HTTPError(
+        raise RequestError(
             413,
             f"{len(queries)} queries x topk {topk} = {len(queries) * topk} passages; "
             f"at most {MAX_RESULTS} per request (split the batch)",
         )
     longest = max(map(len, queries), default=0)
     if longest > MAX_QUERY_CHARS:
-        raise _HTTPError(413, f"a query of {longest} characters; at most {MAX_QUERY_CHARS}")
+        raise RequestError(413, f"a query of {longest} characters; at most {MAX_QUERY_CHARS}")

@@ -51,7 +51,7 @@ import gymnasium as gym
 import numpy as np
 
 from agentenvs.core import ParsedAction, SeedTaskIds, TaskPanel, TextAgentEnv, text_space
-from agentenvs.core.parsing import _CJK
+from agentenvs.core.parsing import CJK_CHARS
 from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.sokoban.game import CELL_TEXT, SokobanGame
 from agentenvs.sokoban.generator import Room, generate_room_with_retries
@@ -305,7 +305,7 @@ class SokobanEnv(TextAgentEnv):
             return ParsedAction(None, False, "no action word in the <action> block")
         if "<think>" not in lower or "</think>" not in lower:
             return ParsedAction(word, False, "missing <think> or </think>")
-        if _CJK.search(action):
+        if CJK_CHARS.search(action):
             return ParsedAction(word, False, "CJK characters are not allowed")
         return ParsedAction(word, True)
 

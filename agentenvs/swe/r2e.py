@@ -69,8 +69,8 @@ from agentenvs.swe.r2e_files import (
     MAX_EDITOR_CHARS,
     SNIPPET_LINES,
     FileEditor,
-    _editor_usage_error,
-    _error,
+    editor_usage_error,
+    error_result,
     search,
 )
 
@@ -352,20 +352,22 @@ class R2ETools:
             output, valid = _THOUGHT_LOGGED, True
         elif name == "file_editor":
             output, _ = self.editor(params)
-            valid = _editor_usage_error(params) is None
+            valid = editor_usage_error(params) is None
         elif name == "search":
             output, _ = search(
                 self.root, params, repo_root=self.repo_root, python_only=self.python_only
             )
             valid = bool(params.get("search_term"))
         else:
-            output, valid = _error(f"Unknown tool '{name}'. Available tools: {', '.join(TOOLS)}.")
+            output, valid = error_result(
+                f"Unknown tool '{name}'. Available tools: {', '.join(TOOLS)}."
+            )
         return ToolStep(ToolCall(name, params, output, valid=valid), observation(name, output))
 
     def _bash(self, params: dict[str, str]) -> ToolStep:
         cmd = params.get("cmd", params.get("command", ""))
         if not cmd.strip():
-            output, _ = _error("Missing required parameter 'cmd' for 'execute_bash'.")
+            output, _ = error_result("Missing required parameter 'cmd' for 'execute_bash'.")
             call = ToolCall("execute_bash", params, output, valid=False)
             return ToolStep(call, observation("execute_bash", output, exit_code=1))
         refusal = blocked(cmd, compat=self.compat)

@@ -151,7 +151,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_EDITOR_CHARS else text[:MAX_EDITOR_CHARS] + CLIP_NOTE
 
 
-def _error(message: str) -> tuple[str, bool]:
+def error_result(message: str) -> tuple[str, bool]:
     return f"ERROR: {message}\n", False
 
 
@@ -174,7 +174,7 @@ def _parse_int(raw: str) -> int | None:
         return None
 
 
-def _editor_usage_error(params: Mapping[str, str]) -> str | None:
+def editor_usage_error(params: Mapping[str, str]) -> str | None:
     """The message for a ``file_editor`` call that lacks or garbles a parameter, else ``None``."""
     command = params.get("command", "").strip()
     if not command:
@@ -234,38 +234,38 @@ class FileEditor:
 
     def __call__(self, params: Mapping[str, str]) -> tuple[str, bool]:
         self.changed = ()
-        usage = _editor_usage_error(params)
+        usage = editor_usage_error(params)
         if usage is not None:
-            return _error(usage)
+            return error_result(usage)
         command = params["command"].strip()
         given = params["path"].strip()
         shown = str(PurePosixPath(given))
         real = self.workspace.locate(given)
         if real is None:
-            return _error(self.workspace.outside(shown))
+            return error_result(self.workspace.outside(shown))
         try:
             return self._run(command, real, shown, params)
         except Exception as exc:  # R2E reports any failure as an ERROR line
-            return _error(self.workspace.sanitize(f"Unhandled exception: {exc}"))
+            return error_result(self.workspace.sanitize(f"Unhandled exception: {exc}"))
 
     def _run(
         self, command: str, real: str, shown: str, params: Mapping[str, str]
     ) -> tuple[str, bool]:
         exists = os.path.exists(real)
         if command == "create" and exists:
-            return _error(f"File already exists at: {shown}. Cannot overwrite with 'create'.")
+            return error_result(f"File already exists at: {shown}. Cannot overwrite with 'create'.")
         if command != "create" and not exists:
-            return _error(f"The path '{shown}' does not exist.")
+            return error_result(f"The path '{shown}' does not exist.")
         if os.path.isdir(real):
             if command != "view":
-                return _error(
+                return error_result(
                     f"The path '{shown}' is a directory. Only 'view' can be used on directories."
                 )
             return self._listing(real, shown)
         if exists and not _is_regular(real):
-            return _error(f"The path '{shown}' is not a regular file.")
+            return error_result(f"The path '{shown}' is not a regular file.")
         if command in ("view", "str_replace", "insert") and _too_large(real):
-            return _error(
+            return error_result(
                 f"The file {shown} is larger than {MAX_EDITOR_FILE_BYTES // 2**20} MiB; "
                 "file_editor cannot open it. Use execute_bash instead (e.g. grep -n, sed -n)."
             )
@@ -277,7 +277,7 @@ class FileEditor:
             return self._undo(real, shown)
         text = _decode(Path(real).read_bytes(), strict=True)
         if text is None:
-            return _error(
+            return error_result(
                 f"The file {shown} is not a UTF-8 text file; file_editor cannot edit it. "
                 "Use execute_bash instead."
             )
@@ -286,7 +286,7 @@ class FileEditor:
         if command == "str_replace":
             return self._str_replace(real, shown, text, params["old_str"], params.get("new_str"))
         insert_line = _parse_int(params["insert_line"])
-        assert insert_line is not None  # checked by _editor_usage_error
+        assert insert_line is not None  # checked by editor_usage_error
         return self._insert(real, shown, text, insert_line, params["new_str"])
 
     # -- commands
@@ -322,7 +322,7 @@ class FileEditor:
     def _view(self, real: str, shown: str, params: Mapping[str, str]) -> tuple[str, bool]:
         path = PurePosixPath(shown)
         if self.python_only and path.suffix != ".py":
-            return _error(
+            return error_result(
                 "Viewing non-Python files is disallowed for saving context. "
                 f"File '{path.name}' is not a .py file."
             )
@@ -336,18 +336,18 @@ class FileEditor:
         if is_python and concise:
             lines = _elided_lines(text, shown)
             if isinstance(lines, str):
-                return _error(lines)
+                return error_result(lines)
         else:
             lines = list(enumerate(text.splitlines()))
         if view_range:
             start, end = view_range
             total = len(lines)
             if not 1 <= start <= total:
-                return _error(
+                return error_result(
                     f"Invalid view_range {view_range}: start line must be in [1, {total}]"
                 )
             if end != -1 and (end < start or end > total):
-                return _error(
+                return error_result(
                     f"Invalid view_range {view_range}: end must be >= start and <= {total}, "
                     "or -1 to view until end."
                 )
@@ -364,7 +364,7 @@ class FileEditor:
             Path(real).write_bytes(file_text.encode("utf-8", errors="replace"))
         except OSError as exc:
             reason = f"[Errno {exc.errno}] {exc.strerror}: '{shown}'"
-            return _error(f"Error creating file at {shown}: {reason}")
+            return error_result(f"Error creating file at {shown}: {reason}")
         self._record(real, "")
         return (
             f"File created at {shown}. "
@@ -381,9 +381,9 @@ class FileEditor:
             old, new = old.expandtabs(), new.expandtabs()
         occurrences = text.count(old)
         if occurrences == 0:
-            return _error(f"No occurrences of '{old}' found in {shown} for replacement.")
+            return error_result(f"No occurrences of '{old}' found in {shown} for replacement.")
         if occurrences > 1:
-            return _error(
+            return error_result(
                 f"Multiple occurrences of '{old}' found in {shown}. "
                 "Please ensure it is unique before using str_replace."
             )
@@ -408,7 +408,7 @@ class FileEditor:
             new = new.expandtabs()
         lines = text.split("\n")
         if not 0 <= insert_line <= len(lines):
-            return _error(f"Invalid insert_line {insert_line}. Must be in [0, {len(lines)}].")
+            return error_result(f"Invalid insert_line {insert_line}. Must be in [0, {len(lines)}].")
         new_lines = new.split("\n")
         updated = "\n".join(lines[:insert_line] + new_lines + lines[insert_line:])
         self._write(real, updated, previous=text)
@@ -432,7 +432,7 @@ class FileEditor:
             (i for i in reversed(range(len(self.history))) if self.history[i][0] == real), None
         )
         if last is None:
-            return _error(f"No previous edits found for {shown} to undo.")
+            return error_result(f"No previous edits found for {shown} to undo.")
         data = self.history.pop(last)[1]
         self._history_bytes -= len(data)
         previous = data.decode("utf-8", errors="replace")
@@ -520,11 +520,11 @@ def search(
     workspace = _Workspace(root, repo_root)
     term = params.get("search_term")
     if not term:
-        return _error("Missing required parameter 'search_term' for 'search'.")
+        return error_result("Missing required parameter 'search_term' for 'search'.")
     given = params.get("path", "").strip() or "."
     real = workspace.locate(given)
     if real is None:
-        return _error(workspace.outside(str(PurePosixPath(given))))
+        return error_result(workspace.outside(str(PurePosixPath(given))))
     shown = workspace.agent_path(real)
     if os.path.isfile(real):
         if not _is_regular(real):

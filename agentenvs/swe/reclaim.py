@@ -119,7 +119,7 @@ def reclaim_stale(directory: str | os.PathLike[str] | None = None) -> list[str]:
     workspace tmpfs mounts (anywhere in this mount namespace; root only) and remove those
     workspace directories, and remove their tagged directories directly in ``directory``
     (default: the system temporary directory). The paths reclaimed; nothing raises."""
-    from agentenvs.swe.workspace import _MNT_DETACH, _libc, _remove_tree  # (imports this module)
+    from agentenvs.swe.workspace import MNT_DETACH, libc, remove_tree  # (imports this module)
 
     dead: dict[str, bool] = {}
 
@@ -133,9 +133,9 @@ def reclaim_stale(directory: str | os.PathLike[str] | None = None) -> list[str]:
         if not gone(tag):
             continue
         with contextlib.suppress(AttributeError, OSError):
-            if _libc().umount2(os.fsencode(point), _MNT_DETACH) == 0:
+            if libc().umount2(os.fsencode(point), MNT_DETACH) == 0:
                 if os.path.basename(point).startswith("agentenvs-swe-"):
-                    _remove_tree(point)
+                    remove_tree(point)
                 reclaimed.append(point)
     top = os.path.realpath(directory if directory is not None else tempfile.gettempdir())
     try:
@@ -146,7 +146,7 @@ def reclaim_stale(directory: str | os.PathLike[str] | None = None) -> list[str]:
         tagged = _TAGGED.match(name)
         path = os.path.join(top, name)
         if tagged is not None and gone(tagged[1]) and not os.path.ismount(path):
-            _remove_tree(path)
+            remove_tree(path)
             if not os.path.lexists(path):
                 reclaimed.append(path)
     return sorted(reclaimed)

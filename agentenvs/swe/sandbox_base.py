@@ -7,9 +7,9 @@ This module holds:
 * :class:`Bind` - an extra host directory for one run.
 * :class:`Sandbox` - the abstract interface (``run``, ``caps``, ``bound``, ``close``).
 * ``MAX_COMMAND_BYTES`` and the command check (``_unusable_command``), output capture
-  (``_Capture``), the watchdog (``_Watchdog``: wall clock, workspace size and a process/memory
-  probe), process-group killing (``_killpg``) and the host interpreter's paths
-  (``_interpreter_paths``).
+  (``Capture``), the watchdog (``Watchdog``: wall clock, workspace size and a process/memory
+  probe), process-group killing (``kill_group``) and the host interpreter's paths
+  (``interpreter_paths``).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def _format_size(n: int) -> str:
     return f"{n} bytes"
 
 
-class _Capture:
+class Capture:
     """Bytes of one output stream: the first ``cap`` are kept, the rest counted and dropped."""
 
     def __init__(self, cap: int) -> None:
@@ -165,7 +165,7 @@ class _Capture:
         return text
 
 
-class _Watchdog:
+class Watchdog:
     """Wall-clock deadline, periodic workspace-size check and (optionally) a frequent ``probe``
     (process count, memory) that returns the reason to kill the command, or ``None``.
 
@@ -337,9 +337,9 @@ class Sandbox(ABC):
     @staticmethod
     def _result(
         exit_code: int,
-        out: _Capture,
-        err: _Capture | None,
-        watchdog: _Watchdog,
+        out: Capture,
+        err: Capture | None,
+        watchdog: Watchdog,
         seconds: float,
     ) -> CommandResult:
         """Assemble a :class:`CommandResult`; the disk-watchdog note goes to stderr (or stdout)."""
@@ -384,14 +384,14 @@ def _unusable_command(command: str) -> str | None:
     return None
 
 
-def _killpg(pgid: int) -> None:
+def kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 
 
-def _interpreter_paths() -> tuple[list[str], list[str]]:
+def interpreter_paths() -> tuple[list[str], list[str]]:
     """``(prefixes to bind, PATH entries)`` that make the host interpreter usable in bwrap.
 
     Prefixes: ``sys.prefix``, ``sys.base_prefix`` and the directory of the real

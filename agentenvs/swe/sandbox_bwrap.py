@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from copy import copy
 
 from agentenvs.swe.reclaim import tagged_prefix
-from agentenvs.swe.sandbox_base import Bind, Caps, Limits, Sandbox, _interpreter_paths, _killpg
-from agentenvs.swe.sandbox_memory import _init_pid, _memory_cgroups, _NamespaceCounter
-from agentenvs.swe.sandbox_process import _pidfd_open, _ProcessSandbox
+from agentenvs.swe.sandbox_base import Bind, Caps, Limits, Sandbox, interpreter_paths, kill_group
+from agentenvs.swe.sandbox_memory import NamespaceCounter, init_pid_of, memory_cgroups
+from agentenvs.swe.sandbox_process import ProcessSandbox, pidfd_open
 from agentenvs.swe.workspace import (
     SANDBOX_ID,
     Workspace,
@@ -88,7 +88,7 @@ def _private_paths(visible: Sequence[str]) -> list[str]:
     return found
 
 
-class BwrapSandbox(_ProcessSandbox):
+class BwrapSandbox(ProcessSandbox):
     """bubblewrap sandbox (the default where ``bwrap`` works).
 
     Inside: ``/usr`` and the host interpreter's prefixes read-only, an allowlisted ``/etc``
@@ -152,7 +152,7 @@ class BwrapSandbox(_ProcessSandbox):
         self._etc = os.fspath(etc)
         self._cleanup_etc: weakref.finalize | None = weakref.finalize(self, _remove_etc_copy, etc)
         self._prefix_args, path = self._static_args()
-        self._cgroups = _memory_cgroups() if memory == "auto" else None
+        self._cgroups = memory_cgroups() if memory == "auto" else None
         self._env = {
             "PATH": ":".join(path),
             "HOME": "/tmp",
@@ -182,7 +182,7 @@ class BwrapSandbox(_ProcessSandbox):
         args += ["--proc", "/proc", "--dev", "/dev"]
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/dev/shm"]
         args += ["--perms", "1777", "--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]
-        prefixes, path = _interpreter_paths()
+        prefixes, path = interpreter_paths()
         for prefix in prefixes:
             args += _bind_args("--ro-bind", prefix, prefix)
         for private in _private_paths(["/usr", *prefixes]):
@@ -250,7 +250,7 @@ class BwrapSandbox(_ProcessSandbox):
     ) -> Callable[[], str | None]:
         """Kill on an out-of-memory kill in the cgroup, too many processes, or (without a
         cgroup) too much summed resident memory."""
-        counter, limits, cgroups = _NamespaceCounter(process.pid), self.limits, self._cgroups
+        counter, limits, cgroups = NamespaceCounter(process.pid), self.limits, self._cgroups
         cgroup = resources[0]
 
         def probe() -> str | None:
@@ -279,9 +279,9 @@ class BwrapSandbox(_ProcessSandbox):
 
     def _after(self, process: subprocess.Popen[bytes], env: Mapping[str, str]) -> None:
         """Kill bwrap (its PID namespace dies with it) and wait until the namespace is gone."""
-        init = _init_pid(process.pid)
-        pidfd = _pidfd_open(init) if init is not None else None
-        _killpg(process.pid)
+        init = init_pid_of(process.pid)
+        pidfd = pidfd_open(init) if init is not None else None
+        kill_group(process.pid)
         if pidfd is not None:
             try:  # the init exits only after every other process of its namespace is reaped
                 select.select([pidfd], [], [], self.drain_seconds)

@@ -13,7 +13,7 @@ from copy import copy
 from typing import Any
 
 from agentenvs.swe.calls import CommandResult
-from agentenvs.swe.sandbox_base import Bind, Caps, Limits, Sandbox, _Capture, _Watchdog
+from agentenvs.swe.sandbox_base import Bind, Caps, Capture, Limits, Sandbox, Watchdog
 from agentenvs.swe.workspace import (
     tmpfs_available,
 )
@@ -134,8 +134,8 @@ class DockerSandbox(Sandbox):
             workdir="/testbed",
             environment=environment,
         )["Id"]
-        out = _Capture(self.limits.output_bytes)
-        err = None if merge_stderr else _Capture(self.limits.output_bytes)
+        out = Capture(self.limits.output_bytes)
+        err = None if merge_stderr else Capture(self.limits.output_bytes)
         stop = threading.Event()
 
         def pump() -> None:
@@ -149,7 +149,7 @@ class DockerSandbox(Sandbox):
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        watchdog = _Watchdog(workspace, timeout, self.limits)
+        watchdog = Watchdog(workspace, timeout, self.limits)
         while reader.is_alive():
             reader.join(watchdog.wait_seconds())
             if reader.is_alive() and watchdog.expired():

@@ -2,9 +2,9 @@
 
 This module holds:
 
-* ``_MemoryCgroups`` / ``_memory_cgroups()`` - a memory cgroup per command (v1 or v2, located
+* ``_MemoryCgroups`` / ``memory_cgroups()`` - a memory cgroup per command (v1 or v2, located
   once, swept at exit).
-* ``_NamespaceCounter`` - counts the processes of one PID namespace for the process cap, and sums
+* ``NamespaceCounter`` - counts the processes of one PID namespace for the process cap, and sums
   their resident memory where no cgroup caps it.
 """
 
@@ -125,7 +125,7 @@ def _rmdir(path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def _memory_cgroups() -> _MemoryCgroups | None:
+def memory_cgroups() -> _MemoryCgroups | None:
     """Per-command memory cgroups, if this host lets this process make one and move a process
     into it: probed once by really doing it."""
     found = _MemoryCgroups.locate()
@@ -155,7 +155,7 @@ def _memory_cgroups() -> _MemoryCgroups | None:
     return cgroups
 
 
-def _init_pid(bwrap_pid: int) -> int | None:
+def init_pid_of(bwrap_pid: int) -> int | None:
     """Host PID of bwrap's first child (the init of the sandbox's PID namespace), if running."""
     try:
         with open(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children") as handle:
@@ -165,7 +165,7 @@ def _init_pid(bwrap_pid: int) -> int | None:
     return int(children[0]) if children else None
 
 
-class _NamespaceCounter:
+class NamespaceCounter:
     """Counts the processes of a bwrap sandbox's PID namespace through its init's ``/proc`` (and
     sums their resident memory)."""
 
@@ -176,7 +176,7 @@ class _NamespaceCounter:
     def sample(self, rss: bool = False) -> tuple[int, int]:
         """``(processes, their summed resident memory in bytes if rss else 0)``."""
         if self.proc is None:
-            init = _init_pid(self.bwrap_pid)
+            init = init_pid_of(self.bwrap_pid)
             try:
                 if init is None or os.path.samefile(f"/proc/{init}/root", "/"):
                     return 0, 0  # not started, or bwrap has not switched to the sandbox's root

@@ -3,7 +3,7 @@
 
 This module holds:
 
-* ``_ProcessSandbox`` - the shared subprocess runner: spawn, retry a failed fork, pump the
+* ``ProcessSandbox`` - the shared subprocess runner: spawn, retry a failed fork, pump the
   output streams under the watchdog, kill the process tree.
 * :class:`LocalSandbox` - the fallback without isolation (rlimits, cleared environment,
   process-group and environment-token killing).
@@ -30,12 +30,12 @@ from agentenvs.swe.calls import CommandResult
 from agentenvs.swe.reclaim import tagged_prefix
 from agentenvs.swe.sandbox_base import (
     Caps,
+    Capture,
     Limits,
     Sandbox,
-    _Capture,
-    _interpreter_paths,
-    _killpg,
-    _Watchdog,
+    Watchdog,
+    interpreter_paths,
+    kill_group,
 )
 from agentenvs.swe.workspace import (
     tmpfs_available,
@@ -44,7 +44,7 @@ from agentenvs.swe.workspace import (
 __all__ = ["LocalSandbox"]
 
 
-class _ProcessSandbox(Sandbox):
+class ProcessSandbox(Sandbox):
     """Shared ``subprocess`` machinery of :class:`BwrapSandbox` and :class:`LocalSandbox`."""
 
     @abstractmethod
@@ -82,7 +82,7 @@ class _ProcessSandbox(Sandbox):
 
     def _after(self, process: subprocess.Popen[bytes], env: Mapping[str, str]) -> None:
         """Kill what the command left behind once it finished or was killed."""
-        _killpg(process.pid)
+        kill_group(process.pid)
 
     def _execute(
         self,
@@ -130,13 +130,13 @@ class _ProcessSandbox(Sandbox):
                 stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
                 start_new_session=True,
             )
-            out = _Capture(self.limits.output_bytes)
-            err = None if merge_stderr else _Capture(self.limits.output_bytes)
-            watchdog = _Watchdog(workspace, timeout, self.limits, self._probe(process, resources))
+            out = Capture(self.limits.output_bytes)
+            err = None if merge_stderr else Capture(self.limits.output_bytes)
+            watchdog = Watchdog(workspace, timeout, self.limits, self._probe(process, resources))
             try:
                 self._pump(process, out, err, watchdog, environment)
             finally:
-                _killpg(process.pid)
+                kill_group(process.pid)
                 process.wait()
             watchdog.settle()
             seconds = time.perf_counter() - start
@@ -145,9 +145,9 @@ class _ProcessSandbox(Sandbox):
     def _pump(
         self,
         process: subprocess.Popen[bytes],
-        out: _Capture,
-        err: _Capture | None,
-        watchdog: _Watchdog,
+        out: Capture,
+        err: Capture | None,
+        watchdog: Watchdog,
         env: Mapping[str, str],
     ) -> None:
         """Read the pipes until the command ends or must be killed, then drain them briefly.
@@ -163,7 +163,7 @@ class _ProcessSandbox(Sandbox):
         selector = selectors.DefaultSelector()
         for fd in streams:
             selector.register(fd, selectors.EVENT_READ)
-        pidfd = _pidfd_open(process.pid)
+        pidfd = pidfd_open(process.pid)
         if pidfd is not None:
             selector.register(pidfd, selectors.EVENT_READ)
         try:
@@ -198,7 +198,7 @@ class _ProcessSandbox(Sandbox):
                     pipe.close()
 
 
-def _read_into(selector: selectors.BaseSelector, fd: int, capture: _Capture) -> None:
+def _read_into(selector: selectors.BaseSelector, fd: int, capture: Capture) -> None:
     """Read one chunk of ``fd`` into ``capture``; unregister ``fd`` at end of file."""
     chunk = os.read(fd, 1 << 16)
     if chunk:
@@ -207,7 +207,7 @@ def _read_into(selector: selectors.BaseSelector, fd: int, capture: _Capture) -> 
         selector.unregister(fd)
 
 
-def _pidfd_open(pid: int) -> int | None:
+def pidfd_open(pid: int) -> int | None:
     """A file descriptor that becomes readable when ``pid`` exits (Linux 5.3+), else ``None``."""
     try:
         return os.pidfd_open(pid)
@@ -233,7 +233,7 @@ def _could_not_fork(result: CommandResult, merged: bool) -> bool:
 _local_warned = False
 
 
-class LocalSandbox(_ProcessSandbox):
+class LocalSandbox(ProcessSandbox):
     """No isolation (``sandbox="local"``, never chosen by default). DANGER: a hostile agent's
     commands run on the host as this user and can read, change and delete whatever this user
     can, reach the network and leave processes running; use it only with
@@ -271,7 +271,7 @@ class LocalSandbox(_ProcessSandbox):
             )
         self.home = tempfile.mkdtemp(prefix=tagged_prefix("home"))
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.home, ignore_errors=True)
-        _, path = _interpreter_paths()
+        _, path = interpreter_paths()
         self._env = {
             "PATH": ":".join(path),
             "HOME": self.home,
@@ -308,7 +308,7 @@ class LocalSandbox(_ProcessSandbox):
         return ["bash", "-c", script, "bash", command], workspace, environment
 
     def _after(self, process: subprocess.Popen[bytes], env: Mapping[str, str]) -> None:
-        _killpg(process.pid)
+        kill_group(process.pid)
         marker = f"\0AGENTENVS_SANDBOX_RUN={env['AGENTENVS_SANDBOX_RUN']}\0".encode()
         for pid in _pids_with_environ(marker):
             try:

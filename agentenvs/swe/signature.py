@@ -47,18 +47,18 @@ from typing import Any, NamedTuple
 
 from agentenvs.swe.calls import ToolCall
 from agentenvs.swe.signature_bash import (
-    _PYTHON,
-    _SHELLS,
-    _base,
-    _decide,
-    _install_args,
-    _positionals,
-    _python_call,
-    _search_target,
-    _segments,
-    _test_args,
-    _view_spec,
+    PYTHON_NAME,
+    SHELLS,
+    base_name,
     classify_command,
+    decide,
+    install_args,
+    positional_args,
+    python_call,
+    search_target,
+    split_segments,
+    test_args,
+    view_spec,
 )
 
 __all__ = [
@@ -390,8 +390,8 @@ class SWESignature:
         return _Effect(f"modify:{kind}:{digest}@{path}", ((path, f"{code}:{digest}"),))
 
     def _bash(self, call: ToolCall) -> _Effect:
-        segs = _segments(_bash_cmd(call.arguments))
-        category, seg = _decide(segs)
+        segs = split_segments(_bash_cmd(call.arguments))
+        category, seg = decide(segs)
         edit = _bash_edit_category(call, category)
         if edit != category:
             paths = sorted({self._path(c.path) for c in call.fs_changes})
@@ -406,14 +406,14 @@ class SWESignature:
             return _Effect(f"execute@_:{tag}")
         words, cwd = seg.words, seg.cwd
         if category == "search":
-            path = self._path(_search_target(words), cwd)
+            path = self._path(search_target(words), cwd)
             return _Effect(f"search@{path}", ((path, "S"),))
         if category == "view":
-            raw, span = _view_spec(words)  # type: ignore[misc]
+            raw, span = view_spec(words)  # type: ignore[misc]
             return self._view(self._path(raw, cwd), span)
         if category == "fileop":
-            op = _base(words[0])
-            operands = [*_positionals(words[1:])[1 if op == "chmod" else 0 :], "."]
+            op = base_name(words[0])
+            operands = [*positional_args(words[1:])[1 if op == "chmod" else 0 :], "."]
             return _Effect(f"fileop:{op}@{self._path(operands[0], cwd)}")
         if category == "test":
             flag = "test_pass" if tag == "ok" else "test_fail"
@@ -423,23 +423,23 @@ class SWESignature:
         return _Effect(f"execute@{self._execute_target(words, cwd)}:{tag}")
 
     def _test_target(self, words: tuple[str, ...], cwd: str) -> str:
-        runner, args = _test_args(words)  # type: ignore[misc]
+        runner, args = test_args(words)  # type: ignore[misc]
         if runner == "pytest":
             targets = []
-            for arg in _positionals(args, _PYTEST_VALUE_OPTS):
+            for arg in positional_args(args, _PYTEST_VALUE_OPTS):
                 path, sep, node = arg.partition("::")
                 targets.append(self._path(path, cwd) + sep + node)
         elif runner == "unittest":
-            names = [a for a in _positionals(args, {"-k", "-s", "-p", "-t"}) if a != "discover"]
+            names = [a for a in positional_args(args, {"-k", "-s", "-p", "-t"}) if a != "discover"]
             targets = [self._path(a, cwd) if "/" in a or a.endswith(".py") else a for a in names]
         else:
             targets = []
         return ",".join(sorted(set(targets))) or self._path(".", cwd)
 
     def _install_target(self, words: tuple[str, ...], cwd: str) -> str:
-        args = _install_args(words) or ()
+        args = install_args(words) or ()
         valued = [b for a, b in pairwise(args) if a in ("-e", "--editable", "-r", "--requirement")]
-        operands = _positionals(args, _INSTALL_VALUE_OPTS)
+        operands = positional_args(args, _INSTALL_VALUE_OPTS)
         if operands[:1] not in (["install"], ["uninstall"], ["download"], ["wheel"]):
             return "_"
         targets = valued + operands[1:]
@@ -454,14 +454,14 @@ class SWESignature:
         return re.sub(r"[-_.]+", "-", name.group(0).lower()) if name else target
 
     def _execute_target(self, words: tuple[str, ...], cwd: str) -> str:
-        name = _base(words[0])
-        if _PYTHON.fullmatch(name) or name in _SHELLS:
-            kind, value, _ = _python_call(words[1:])
+        name = base_name(words[0])
+        if PYTHON_NAME.fullmatch(name) or name in SHELLS:
+            kind, value, _ = python_call(words[1:])
             if kind == "script":
                 return self._path(value, cwd)
             if kind == "module" and value:
                 return value
-            return "python" if _PYTHON.fullmatch(name) else name
+            return "python" if PYTHON_NAME.fullmatch(name) else name
         if "/" in words[0]:
             return self._path(words[0], cwd)
         return name or "_"

@@ -5,7 +5,7 @@ This module holds:
 
 * a small POSIX-style lexer (``_lex``: quotes, escapes, ``$(...)``, comments, operators, heredoc
   bodies) that never raises;
-* the cut into simple commands (``_segments``: lists, pipelines, ``cd``, wrappers, ``bash -c``);
+* the cut into simple commands (``split_segments``: lists, pipelines, ``cd``, wrappers, ``bash -c``);
 * the per-command readers (install and test arguments, search targets, view spans) and
   :func:`classify_command`, which puts a bash command string into an action category.
 """
@@ -153,12 +153,12 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "xargs": (frozenset({"-I", "-n", "-P", "-d", "-L", "-E", "-s", "-a"}), 0),
 }
 _RUNNERS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch"})
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
-_PYTHON = re.compile(r"(python|pypy)[0-9.]*")
+SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*")
 _MAX_DEPTH = 3
 
 
-def _base(word: str) -> str:
+def base_name(word: str) -> str:
     return posixpath.basename(word)
 
 
@@ -167,7 +167,7 @@ def _strip_wrappers(words: Sequence[str]) -> tuple[str, ...]:
     words = tuple(words)
     i = 0
     while i < len(words):
-        name = _base(words[i])
+        name = base_name(words[i])
         if _ASSIGNMENT.match(words[i]):
             i += 1
         elif name in _RUNNERS and words[i + 1 : i + 2] == ("run",):
@@ -183,7 +183,7 @@ def _strip_wrappers(words: Sequence[str]) -> tuple[str, ...]:
     return words[i:]
 
 
-def _segments(cmd: str, cwd: str = ".", depth: int = 0) -> list[_Seg]:
+def split_segments(cmd: str, cwd: str = ".", depth: int = 0) -> list[_Seg]:
     """The simple commands of ``cmd`` in order (``cd`` applied and dropped, ``bash -c`` opened)."""
     segs: list[_Seg] = []
     words: list[str] = []
@@ -201,10 +201,10 @@ def _segments(cmd: str, cwd: str = ".", depth: int = 0) -> list[_Seg]:
         if stripped and stripped[0] == "cd":
             target = stripped[1] if len(stripped) > 1 and stripped[1] != "-" else "."
             cwd = posixpath.normpath(posixpath.join(cwd, target))
-        elif stripped and _base(stripped[0]) in _SHELLS and "-c" in stripped[1:-1]:
+        elif stripped and base_name(stripped[0]) in SHELLS and "-c" in stripped[1:-1]:
             inner = stripped[stripped.index("-c", 1) + 1]
             if depth < _MAX_DEPTH:
-                for seg in _segments(inner, cwd, depth + 1):
+                for seg in split_segments(inner, cwd, depth + 1):
                     segs.append(seg._replace(downstream=seg.downstream or downstream))
         elif stripped:
             segs.append(_Seg(stripped, cwd, downstream))
@@ -214,7 +214,7 @@ def _segments(cmd: str, cwd: str = ".", depth: int = 0) -> list[_Seg]:
     return segs
 
 
-def _positionals(args: Sequence[str], value_opts: Iterable[str] = ()) -> list[str]:
+def positional_args(args: Sequence[str], value_opts: Iterable[str] = ()) -> list[str]:
     """Operands of ``args``: options (and the values of ``value_opts``) skipped, ``--`` honoured."""
     value_opts = frozenset(value_opts)
     out: list[str] = []
@@ -232,7 +232,7 @@ def _positionals(args: Sequence[str], value_opts: Iterable[str] = ()) -> list[st
     return out
 
 
-def _python_call(args: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
+def python_call(args: Sequence[str]) -> tuple[str, str, tuple[str, ...]]:
     """``(kind, value, rest)`` of interpreter arguments; kind: module, code, script or repl."""
     i = 0
     while i < len(args):
@@ -269,28 +269,28 @@ _NEUTRAL = frozenset(
 )
 
 
-def _install_args(words: tuple[str, ...]) -> tuple[str, ...] | None:
+def install_args(words: tuple[str, ...]) -> tuple[str, ...] | None:
     """The arguments after the package manager (``pip``, ``uv pip``, ``conda install`` ...)."""
-    name, args = _base(words[0]), words[1:]
+    name, args = base_name(words[0]), words[1:]
     if re.fullmatch(r"pip[0-9.]*", name):
         return args
-    if _PYTHON.fullmatch(name):
-        kind, module, rest = _python_call(args)
+    if PYTHON_NAME.fullmatch(name):
+        kind, module, rest = python_call(args)
         return rest if kind == "module" and module == "pip" else None
     if name == "uv" and args[:1] == ("pip",):
         return args[1:]
-    if name in ("conda", "apt-get") and "install" in _positionals(args)[:1]:
+    if name in ("conda", "apt-get") and "install" in positional_args(args)[:1]:
         return args
     return None
 
 
-def _test_args(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+def test_args(words: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
     """``(runner, arguments)`` when the words run tests (pytest, unittest, tox, nox)."""
-    name, args = _base(words[0]), words[1:]
+    name, args = base_name(words[0]), words[1:]
     if _TEST_COMMAND.fullmatch(name):
         return ("pytest" if name.startswith("py") else name), args
-    if _PYTHON.fullmatch(name) or name == "coverage":
-        kind, module, rest = _python_call(args[1:] if name == "coverage" else args)
+    if PYTHON_NAME.fullmatch(name) or name == "coverage":
+        kind, module, rest = python_call(args[1:] if name == "coverage" else args)
         if kind == "module" and module in _TEST_MODULES:
             return ("pytest" if module == "py.test" else module), rest
     return None
@@ -307,22 +307,22 @@ _GREP_DEFAULT_OPTS = frozenset(
 _FIND_EXPR = re.compile(r"[-(!)]")
 
 
-def _search_target(words: tuple[str, ...]) -> str | None:
+def search_target(words: tuple[str, ...]) -> str | None:
     """The searched path of a search command (``.`` when none), ``None`` if not a search."""
-    name, args = _base(words[0]), words[1:]
+    name, args = base_name(words[0]), words[1:]
     if name == "git":
         sub, args = _git(args)
         if sub != "grep":
             return None
         name = "grep"
     if name in _GREPS:
-        operands = _positionals(args, _GREP_VALUE_OPTS.get(name, _GREP_DEFAULT_OPTS))
+        operands = positional_args(args, _GREP_VALUE_OPTS.get(name, _GREP_DEFAULT_OPTS))
         explicit = any(
             a in ("-e", "-f", "--regexp", "--file") or a[:9] == "--regexp=" for a in args
         )
         paths = operands if explicit else operands[1:]
     elif name == "ls":
-        paths = _positionals(args)
+        paths = positional_args(args)
     elif name == "find":
         i = 0
         while i < len(args) and re.fullmatch(r"-[HLPD]|-O\d*", args[i]):
@@ -358,12 +358,12 @@ def _head_span(args: Sequence[str]) -> tuple[int, int] | None:
     return (1, int(count)) if count.isdigit() and int(count) > 0 else None
 
 
-def _view_spec(words: tuple[str, ...]) -> tuple[str, tuple[int, int] | None] | None:
+def view_spec(words: tuple[str, ...]) -> tuple[str, tuple[int, int] | None] | None:
     """``(path, line range or None for full)`` of a view command, ``None`` if not a view.
 
     A range ``(start, -1)`` runs to the end of the file.
     """
-    name, args = _base(words[0]), words[1:]
+    name, args = base_name(words[0]), words[1:]
     if name == "git":
         sub, args = _git(args)
         if sub not in ("show", "diff"):
@@ -371,11 +371,11 @@ def _view_spec(words: tuple[str, ...]) -> tuple[str, tuple[int, int] | None] | N
         if "--" in args:
             paths = list(args[args.index("--") + 1 :])
         else:
-            paths = [a.split(":", 1)[1] if ":" in a else a for a in _positionals(args)]
+            paths = [a.split(":", 1)[1] if ":" in a else a for a in positional_args(args)]
             paths = [p for p in paths if _PATHLIKE.match(p) and not _REV_RANGE.search(p)]
         return (paths[-1] if paths else "."), None
     if name in _PAGERS:
-        operands = _positionals(args, {"-n", "-c"} if name in ("head", "tail") else ())
+        operands = positional_args(args, {"-n", "-c"} if name in ("head", "tail") else ())
         if not operands:
             return None
         return operands[-1], _head_span(args) if name == "head" else None
@@ -386,7 +386,7 @@ def _view_spec(words: tuple[str, ...]) -> tuple[str, tuple[int, int] | None] | N
         if not quiet or any(a.startswith(("-i", "--in-place")) for a in args):
             return None
         scripts = [b for a, b in pairwise(args) if a in ("-e", "--expression")]
-        operands = _positionals(args, {"-e", "--expression", "-f", "--file"})
+        operands = positional_args(args, {"-e", "--expression", "-f", "--file"})
         files = operands if scripts else operands[1:]
         script = (scripts or operands or [""])[0]
         if not files:
@@ -398,7 +398,7 @@ def _view_spec(words: tuple[str, ...]) -> tuple[str, tuple[int, int] | None] | N
         stop = match.group(2) or match.group(1)
         return files[-1], (start, -1 if stop == "$" else int(stop))
     if name in ("awk", "gawk", "mawk"):
-        operands = _positionals(args, {"-F", "-v", "-f"})
+        operands = positional_args(args, {"-F", "-v", "-f"})
         if any(a.startswith("-f") for a in args) or len(operands) < 2:
             return None
         program = operands[0]
@@ -417,20 +417,20 @@ def _view_spec(words: tuple[str, ...]) -> tuple[str, tuple[int, int] | None] | N
 
 def _category(words: tuple[str, ...]) -> str:
     """Category of one simple command (precedence install > test > fileop > search > view)."""
-    if _install_args(words) is not None:
+    if install_args(words) is not None:
         return "install"
-    if _test_args(words) is not None:
+    if test_args(words) is not None:
         return "test"
-    if _base(words[0]) in _FILEOPS:
+    if base_name(words[0]) in _FILEOPS:
         return "fileop"
-    if _search_target(words) is not None:
+    if search_target(words) is not None:
         return "search"
-    if _view_spec(words) is not None:
+    if view_spec(words) is not None:
         return "view"
     return "execute"
 
 
-def _decide(segs: Sequence[_Seg]) -> tuple[str, _Seg | None]:
+def decide(segs: Sequence[_Seg]) -> tuple[str, _Seg | None]:
     """Winning category of a command's simple commands and the first one that has it."""
     best, chosen = "execute", None
     for seg in segs:
@@ -439,8 +439,8 @@ def _decide(segs: Sequence[_Seg]) -> tuple[str, _Seg | None]:
             continue  # a pipeline filter such as `| tail` or `| grep x`
         if chosen is None or _RANK[category] > _RANK[best]:
             best, chosen = category, seg
-        elif category == best == "execute" and _base(chosen.words[0]) in _NEUTRAL:
-            if _base(seg.words[0]) not in _NEUTRAL:
+        elif category == best == "execute" and base_name(chosen.words[0]) in _NEUTRAL:
+            if base_name(seg.words[0]) not in _NEUTRAL:
                 chosen = seg  # the first real program, not echo/export
     return best, chosen
 
@@ -453,4 +453,4 @@ def classify_command(cmd: str) -> str:
     >>> [classify_command(c) for c in ("mkdir x", "python repro.py 2>&1 | tail -5", "grep -rn x .")]
     ['fileop', 'execute', 'search']
     """
-    return _decide(_segments(cmd))[0]
+    return decide(split_segments(cmd))[0]

@@ -60,7 +60,7 @@ SANDBOX_ID = 60999
 INODE_BYTES = 4096
 #: Real paths of the workspaces mounted as their own tmpfs by this process.
 _TMPFS_ROOTS: set[str] = set()
-_MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
+_MS_NOSUID, _MS_NODEV, MNT_DETACH = 2, 4, 2
 
 
 #: Longest path handed to one system call when walking a tree, bytes: deeper directories are
@@ -231,7 +231,7 @@ def _own_entry(entry: os.DirEntry[str], dir_fd: int, owner: tuple[int, int] | No
 
 
 @functools.lru_cache(maxsize=1)
-def _libc() -> ctypes.CDLL:
+def libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
@@ -244,7 +244,7 @@ def _mount_tmpfs(root: str, size: int, owner: tuple[int, int] | None) -> bool:
     inodes = max(size // INODE_BYTES, 1)
     options = f"size={size},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}"
     try:
-        mounted = _libc().mount(
+        mounted = libc().mount(
             mount_source().encode(),
             os.fsencode(root),
             b"tmpfs",
@@ -262,7 +262,7 @@ def _mount_tmpfs(root: str, size: int, owner: tuple[int, int] | None) -> bool:
 def _unmount(root: str) -> None:
     """Detach the tmpfs mounted on ``root`` (its memory is freed once nothing uses it)."""
     _TMPFS_ROOTS.discard(os.path.realpath(root))
-    _libc().umount2(os.fsencode(root), _MNT_DETACH)
+    libc().umount2(os.fsencode(root), MNT_DETACH)
 
 
 @functools.lru_cache(maxsize=1)
@@ -282,7 +282,7 @@ def _discard(root: str, mounted: bool) -> None:
     """Unmount (if it is a tmpfs of ours) and remove a workspace directory."""
     if mounted:
         _unmount(root)
-    _remove_tree(root)
+    remove_tree(root)
 
 
 def _open_regular(name: str, dir_fd: int) -> BinaryIO:
@@ -368,7 +368,7 @@ def _copy_entry(entry: os.DirEntry[str], src_fd: int, dst_fd: int) -> int:
     return st.st_mode
 
 
-def _remove_tree(path: str) -> None:
+def remove_tree(path: str) -> None:
     """Remove ``path`` and everything under it, at any depth and whatever the modes the agent set
     (directories are made ``rwx`` for the owner before they are emptied); entries that still
     cannot be removed are left (nothing raises)."""

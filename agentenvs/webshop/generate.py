@@ -54,11 +54,11 @@ from pathlib import Path
 from typing import Any
 
 from agentenvs.webshop.generate_words import (
-    _cap,
-    _nouns,
-    _pricing,
-    _qty,
-    _title_case,
+    capitalized,
+    noun_words,
+    price_text,
+    quantity_text,
+    title_case,
     title_tokens,
 )
 from agentenvs.webshop.vocabulary import (
@@ -262,7 +262,7 @@ def _title(
     shown: list[tuple[str, int]],
     rng: random.Random,
 ) -> tuple[str, list[str]]:
-    """An Amazon-style title in one of three layouts, with its nouns (see :func:`_nouns`)."""
+    """An Amazon-style title in one of three layouts, with its nouns (see :func:`noun_words`)."""
     r = rng.random
     sp = (" ", 1)
     parts: list[tuple[str, int]] = []  # (text, noun mode)
@@ -272,7 +272,7 @@ def _title(
     if who and r() < 0.7:
         parts += [(kind.who, 2), sp]
         who = []
-    feats = [(_title_case(a), s) for a, s in shown]
+    feats = [(title_case(a), s) for a, s in shown]
     material = [(mat, 2), sp] if mat else []
     style = r()
     if style < 0.45:  # Brand Who Desc Desc Material Head for Who, Feature with Feature for Feature
@@ -304,7 +304,7 @@ def _title(
         if qty:
             parts += [(" (", 1), (qty, 2), (")", 1)]
     name = "".join(t for t, _ in parts)
-    return name, [n for t, mode in parts for n in _nouns(t, mode)]
+    return name, [n for t, mode in parts for n in noun_words(t, mode)]
 
 
 def _bullets(
@@ -327,7 +327,7 @@ def _bullets(
         tpl = c((ADJ_BULLETS, WITH_BULLETS, FOR_BULLETS)[s])
         bullets.append(
             tpl.format(
-                A=a.upper(), Ac=_cap(a), a=a, DW=dw.upper(), dw=dw, h=head, b=c(cat.benefits)
+                A=a.upper(), Ac=capitalized(a), a=a, DW=dw.upper(), dw=dw, h=head, b=c(cat.benefits)
             )
             + " "
         )
@@ -376,7 +376,7 @@ def _product(
     head = c(kind.heads)
     descs = rng.sample(kind.descs, 2 if r() < 0.45 else 1)
     mat = c(kind.mats) if kind.mats and r() < 0.55 else ""
-    qty = _qty(kind.qty, rng) if kind.qty and r() < 0.6 else ""
+    qty = quantity_text(kind.qty, rng) if kind.qty and r() < 0.6 else ""
     shown = attrs[: (1 if r() < 0.5 else 2)] if r() < 0.85 else []
     name, nouns = _title(kind, brand, head, descs, mat, qty, shown, rng)
     h = _sentence_case(head)
@@ -395,12 +395,12 @@ def _product(
             "b": c(cat.benefits),
         }
         sentences = rng.sample(prep.descriptions, rng.randint(1, 3))
-        description = " ".join(_cap(t.format(**fill)) for t in sentences)
+        description = " ".join(capitalized(t.format(**fill)) for t in sentences)
 
     raw = {
         "name": name,
         "full_description": description,
-        "pricing": _pricing(kind, rng),
+        "pricing": price_text(kind, rng),
         "images": [f"/images/{asin}.svg"],
         "product_category": c(kind.crumbs),
         "small_description": bullets,

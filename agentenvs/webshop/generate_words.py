@@ -34,7 +34,7 @@ def title_tokens(title: str) -> list[str]:
 _NOUN_CACHE: dict[tuple[str, int], list[str]] = {}
 
 
-def _nouns(text: str, mode: int) -> list[str]:
+def noun_words(text: str, mode: int) -> list[str]:
     """The title nouns of one title part: mode 0 a brand (every word), 1 a descriptor (none),
     2 a noun phrase (every word but those in :data:`NOT_NOUN` and numbers)."""
     key = (text, mode)
@@ -53,12 +53,12 @@ def _nouns(text: str, mode: int) -> list[str]:
     return found
 
 
-def _title_case(phrase: str) -> str:
+def title_case(phrase: str) -> str:
     """An attribute phrase as Amazon title words ("usb c" -> "USB C")."""
     return " ".join(w.upper() if w in UPPER else w[:1].upper() + w[1:] for w in phrase.split())
 
 
-def _cap(text: str) -> str:
+def capitalized(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
@@ -67,7 +67,7 @@ def _cap(text: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _qty(kind: str, rng: random.Random) -> str:
+def quantity_text(kind: str, rng: random.Random) -> str:
     """A title's size or count phrase of one style."""
     c = rng.choice
     if kind == "floz":
@@ -105,7 +105,7 @@ def _price_value(lo: float, hi: float, rng: random.Random) -> float:
     return max(int(v), 1) + cents
 
 
-def _pricing(kind: Kind, rng: random.Random) -> str:
+def price_text(kind: Kind, rng: random.Random) -> str:
     """The raw ``pricing`` string: "$12.99", "$19.99 - $27.99", "$1,299.00" or "" (unknown)."""
     u = rng.random()
     if u < 0.05:

@@ -29,7 +29,7 @@ DTYPE_BYTES: dict[str, int] = {
 }
 
 
-def _dtype(name: str) -> str:
+def dtype_name(name: str) -> str:
     canonical = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
     key = str(name).lower().removeprefix("torch.")
     if key not in DTYPE_BYTES:

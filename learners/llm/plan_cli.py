@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from agentenvs.learners.llm.plan_arch import ARCHITECTURES, GIB
-from agentenvs.learners.llm.plan_config import _count
+from agentenvs.learners.llm.plan_config import count_text
 from agentenvs.learners.llm.plan_estimate import max_micro_batch_size, plan_memory
 
 __all__ = ["main", "parse_bytes"]
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list:
         for name, arch in ARCHITECTURES.items():
             print(
-                f"{name:<24}{_count(arch.num_params):>10}  hidden {arch.hidden_size}, "
+                f"{name:<24}{count_text(arch.num_params):>10}  hidden {arch.hidden_size}, "
                 f"{arch.num_layers} layers, vocab {arch.vocab_size}"
             )
         return 0

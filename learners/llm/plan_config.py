@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agentenvs.learners.llm.plan_arch import GIB, _dtype
+from agentenvs.learners.llm.plan_arch import GIB, dtype_name
 
 __all__ = ["MemoryPlan", "PlanConfig"]
 
@@ -101,14 +101,14 @@ class PlanConfig:
             raise ValueError(f"response_len must be in [1, seq_len], got {self.response_len}")
         if self.lora_rank < 0 or self.optimizer_states < 0:
             raise ValueError("lora_rank and optimizer_states must be >= 0")
-        self.weight_dtype = _dtype(self.weight_dtype)
-        self.lora_dtype = _dtype(self.lora_dtype)
-        self.vllm_dtype = _dtype(self.vllm_dtype)
+        self.weight_dtype = dtype_name(self.weight_dtype)
+        self.lora_dtype = dtype_name(self.lora_dtype)
+        self.vllm_dtype = dtype_name(self.vllm_dtype)
         for name in ("compute_dtype", "grad_dtype", "ref_dtype"):
             if getattr(self, name) is not None:
-                setattr(self, name, _dtype(getattr(self, name)))
+                setattr(self, name, dtype_name(getattr(self, name)))
         if self.optimizer_dtype != "param":
-            self.optimizer_dtype = _dtype(self.optimizer_dtype)
+            self.optimizer_dtype = dtype_name(self.optimizer_dtype)
         compute = self.compute_dtype or self.weight_dtype
         if compute != self.weight_dtype and self.weight_dtype != "fp32":
             raise ValueError(
@@ -211,8 +211,8 @@ class MemoryPlan:
         mode = f"LoRA r={c.lora_rank}" if c.lora_rank else "full fine-tune"
         compute = f", {c.compute_dtype} autocast" if c.autocast else ""
         lines = [
-            f"{self.model}: {_count(self.params)} params, {mode} "
-            f"({_count(self.trainable_params)} trainable)",
+            f"{self.model}: {count_text(self.params)} params, {mode} "
+            f"({count_text(self.trainable_params)} trainable)",
             f"micro-batch {c.micro_batch_size} x {c.seq_len} tokens "
             f"({self.details['logit_rows']} logit rows), {w} weights{compute}, "
             f"grad checkpointing {'on' if c.gradient_checkpointing else 'off'}, "
@@ -260,7 +260,7 @@ class MemoryPlan:
         return "\n".join(lines)
 
 
-def _count(n: int) -> str:
+def count_text(n: int) -> str:
     return f"{n / 1e9:.2f} B" if n >= 1e9 else f"{n / 1e6:.1f} M"
 
 

@@ -39,7 +39,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from agentenvs.learners.llm.plan_arch import DTYPE_BYTES, GIB, ModelArch, _dtype, load_arch
+from agentenvs.learners.llm.plan_arch import DTYPE_BYTES, GIB, ModelArch, dtype_name, load_arch
 from agentenvs.learners.llm.plan_config import MemoryPlan, PlanConfig
 
 __all__ = ["check_fits", "max_micro_batch_size", "plan_memory", "train_config_kwargs"]
@@ -345,12 +345,12 @@ def train_config_kwargs(
     >>> kw["compute_dtype"], kw["micro_batch_size"]
     ('bf16', 8)
     """
-    weights = _dtype(getattr(train_config, "weight_dtype", "float32"))
+    weights = dtype_name(getattr(train_config, "weight_dtype", "float32"))
     mode = getattr(train_config, "autocast", "auto")
     if mode == "auto":
         compute = "bf16" if device == "cuda" and weights == "fp32" else None
     else:
-        compute = None if mode == "none" else _dtype(mode)
+        compute = None if mode == "none" else dtype_name(mode)
     budget = getattr(train_config, "micro_batch_tokens", None)
     rows = int(train_config.micro_batch_size) if budget is None else max(1, budget // seq_len)
     out: dict[str, Any] = {

@@ -54,14 +54,14 @@ from agentenvs.wrappers.models.fit import FitReport
 from agentenvs.wrappers.models.hf import is_model_dir
 from agentenvs.wrappers.models.progress_core import (
     ProgressEstimator,
-    _all_ends,
-    _check_targets,
-    _fit_sums,
-    _saved,
-    _torch_save,
-    _unit_of_steps,
     check_ends,
+    check_targets,
+    episode_ends,
+    fit_sums,
+    saved_state,
     sum_loss,
+    torch_save,
+    unit_of_steps,
 )
 from agentenvs.wrappers.models.progress_hf import HFProgressEstimator
 
@@ -144,7 +144,7 @@ class TabularProgressEstimator:
         """float64 contributions per unit, one array per trajectory."""
         return [
             np.array([self.weights.get(k, 0.0) for k in self._keys(t, e)], np.float64)
-            for t, e in zip(trajectories, _all_ends(trajectories, ends), strict=True)
+            for t, e in zip(trajectories, episode_ends(trajectories, ends), strict=True)
         ]
 
     def fit(
@@ -156,10 +156,10 @@ class TabularProgressEstimator:
     ) -> FitReport:
         """Gradient descent on ``mean_i (sum_u w[key_iu] - R_i)^2`` (gradient factor 2 kept)."""
         start = time.perf_counter()
-        y = _check_targets(trajectories, targets)
+        y = check_targets(trajectories, targets)
         keys = [
             self._keys(t, e)
-            for t, e in zip(trajectories, _all_ends(trajectories, ends), strict=True)
+            for t, e in zip(trajectories, episode_ends(trajectories, ends), strict=True)
         ]
         index: dict[Hashable, int] = {k: i for i, k in enumerate(self.weights)}
         for row in keys:
@@ -192,7 +192,7 @@ class TabularProgressEstimator:
 
     def save(self, path: str | Path) -> None:
         """``torch.save`` of the kind, options (JSON) and state; :func:`load_estimator` reads it."""
-        _torch_save(_saved("tabular", self.options, self.state_dict()), path)
+        torch_save(saved_state("tabular", self.options, self.state_dict()), path)
 
 
 # -- features + MLP ----------------------------------------------------------------------------------
@@ -337,7 +337,7 @@ class FeatureProgressEstimator:
     ) -> tuple[Any, np.ndarray, np.ndarray, list[int]]:
         """Stacked step features, each step's flat unit index (-1 where the step is not read out),
         each step's trajectory index, and the unit count per trajectory."""
-        all_ends = _all_ends(trajectories, ends)
+        all_ends = episode_ends(trajectories, ends)
         feats = [self.step_features(t) for t in trajectories]
         counts = [len(e) for e in all_ends]
         if self.net is None:
@@ -347,7 +347,7 @@ class FeatureProgressEstimator:
             self._build(dims.pop())
         step_unit, base = [], 0
         for f, e in zip(feats, all_ends, strict=True):
-            units = _unit_of_steps(len(f), e) + base
+            units = unit_of_steps(len(f), e) + base
             if self.options["readout"] == "last":
                 last = np.zeros(len(f), bool)
                 last[e] = True
@@ -384,7 +384,7 @@ class FeatureProgressEstimator:
         import torch
 
         start = time.perf_counter()
-        y = _check_targets(trajectories, targets)
+        y = check_targets(trajectories, targets)
         x, step_unit, step_traj, _ = self._inputs(trajectories, ends)
         m = len(trajectories)
         if x is None:  # no steps at all: nothing to learn, every sum is 0
@@ -409,7 +409,7 @@ class FeatureProgressEstimator:
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
         shuffle = rng if self.options["batch_size"] < m else None
-        return _fit_sums(self, errors, m, opt, start, epochs, rng=shuffle, sort_batches=True)
+        return fit_sums(self, errors, m, opt, start, epochs, rng=shuffle, sort_batches=True)
 
     def state_dict(self) -> dict:
         """The network's tensors (``net.*``), its input size and the fit count."""
@@ -429,7 +429,7 @@ class FeatureProgressEstimator:
 
     def save(self, path: str | Path) -> None:
         """``torch.save`` of the kind, options (JSON) and state; :func:`load_estimator` reads it."""
-        _torch_save(_saved("features", self.options, self.state_dict()), path)
+        torch_save(saved_state("features", self.options, self.state_dict()), path)
 
 
 # -- construction ------------------------------------------------------------------------------------

@@ -83,7 +83,7 @@ def check_ends(n_steps: int, ends: Sequence[int] | None) -> np.ndarray:
     return out
 
 
-def _all_ends(
+def episode_ends(
     trajectories: Sequence[Trajectory], ends: Sequence[Sequence[int]] | None
 ) -> list[np.ndarray]:
     if ends is not None and len(ends) != len(trajectories):
@@ -94,7 +94,7 @@ def _all_ends(
     ]
 
 
-def _check_targets(trajectories: Sequence[Trajectory], targets: Sequence[float]) -> np.ndarray:
+def check_targets(trajectories: Sequence[Trajectory], targets: Sequence[float]) -> np.ndarray:
     out = np.asarray(list(targets), dtype=np.float64).reshape(-1)
     if len(out) != len(trajectories):
         raise ValueError(f"got {len(out)} targets for {len(trajectories)} trajectories")
@@ -115,22 +115,22 @@ def sum_loss(contributions: Sequence[np.ndarray], targets: Sequence[float]) -> f
     return float(np.mean((sums - np.asarray(targets, np.float64)) ** 2))
 
 
-def _unit_of_steps(n_steps: int, ends: np.ndarray) -> np.ndarray:
+def unit_of_steps(n_steps: int, ends: np.ndarray) -> np.ndarray:
     """int64 ``(n_steps,)``: the unit index of each step."""
     return np.searchsorted(ends, np.arange(n_steps), side="left").astype(np.int64)
 
 
-def _saved(kind: str, options: Mapping[str, object], state: dict) -> dict[str, Any]:
+def saved_state(kind: str, options: Mapping[str, object], state: dict) -> dict[str, Any]:
     return {"kind": kind, "config": json.dumps(options, sort_keys=True), "state": state}
 
 
-def _torch_save(obj: Any, path: str | Path) -> None:
+def torch_save(obj: Any, path: str | Path) -> None:
     import torch
 
     torch.save(obj, Path(path))
 
 
-def _fit_sums(
+def fit_sums(
     estimator: Any,
     errors: Callable[[np.ndarray], Any],
     m: int,

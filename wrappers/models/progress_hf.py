@@ -18,11 +18,11 @@ import numpy as np
 from agentenvs.wrappers.models.fit import FitReport
 from agentenvs.wrappers.models.hf import check_model_dir, default_device, load_causal_lm
 from agentenvs.wrappers.models.progress_core import (
-    _all_ends,
-    _check_targets,
-    _fit_sums,
-    _saved,
-    _torch_save,
+    check_targets,
+    episode_ends,
+    fit_sums,
+    saved_state,
+    torch_save,
 )
 
 from agentenvs.core import Trajectory
@@ -177,7 +177,7 @@ class HFProgressEstimator:
         """Per trajectory: token ids (left-truncated) and each unit's read-out index (-1 = cut)."""
         out, cut_units = [], 0
         limit = self.options["max_tokens"]
-        for traj, e in zip(trajectories, _all_ends(trajectories, ends), strict=True):
+        for traj, e in zip(trajectories, episode_ends(trajectories, ends), strict=True):
             ids, step_index = self.render(traj)
             index = step_index[e]
             if len(ids) > limit:
@@ -253,7 +253,7 @@ class HFProgressEstimator:
         import torch
 
         start = time.perf_counter()
-        y = torch.as_tensor(_check_targets(trajectories, targets), dtype=torch.float32)
+        y = torch.as_tensor(check_targets(trajectories, targets), dtype=torch.float32)
         y = y.to(self.options["device"])
         encoded = self._encode(trajectories, ends)
         train_backbone = self.options["train_backbone"]
@@ -284,7 +284,7 @@ class HFProgressEstimator:
         )
         rng = np.random.default_rng([self.options["seed"], self._fits])
         clip = self.options["grad_clip"]
-        return _fit_sums(self, errors, m, opt, start, epochs, rng=rng, clip=clip, params=params)
+        return fit_sums(self, errors, m, opt, start, epochs, rng=rng, clip=clip, params=params)
 
     def state_dict(self) -> dict:
         """The head's tensors (``head.*``), the backbone's (``backbone.*``) when it trains, and
@@ -307,4 +307,4 @@ class HFProgressEstimator:
 
     def save(self, path: str | Path) -> None:
         """``torch.save`` of the kind, options (JSON, with ``model_dir``) and state."""
-        _torch_save(_saved("hf", self.options, self.state_dict()), path)
+        torch_save(saved_state("hf", self.options, self.state_dict()), path)

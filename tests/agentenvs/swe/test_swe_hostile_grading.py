@@ -353,9 +353,9 @@ def test_an_installed_package_and_cache_under_a_bound_prefix_are_hidden(tmp_path
     (prefix / "cache" / "swe").mkdir(parents=True)
     (prefix / "cache" / "swe" / "snap.py").write_text("HIDDEN")
     (prefix / "visible.txt").write_text("ok")
-    real = sandbox_bwrap._interpreter_paths
+    real = sandbox_bwrap.interpreter_paths
     monkeypatch.setattr(
-        sandbox_bwrap, "_interpreter_paths", lambda: ([*real()[0], str(prefix)], real()[1])
+        sandbox_bwrap, "interpreter_paths", lambda: ([*real()[0], str(prefix)], real()[1])
     )
     monkeypatch.setattr(sandbox_bwrap, "_PACKAGE_DIR", str(package))
     monkeypatch.setenv("AGENTENVS_CACHE", str(prefix / "cache"))

@@ -225,7 +225,7 @@ def test_memory_cgroups_are_removed(box: BwrapSandbox, workspace: Workspace) -> 
     for _ in range(5):
         assert box.run("sleep 0.01 & true", workspace).exit_code == 0
     assert len(ours()) <= 1  # each command removes the ones before it; the last one goes...
-    sandbox_memory._memory_cgroups().sweep(2.0)  # ...at the latest at exit
+    sandbox_memory.memory_cgroups().sweep(2.0)  # ...at the latest at exit
     assert ours() == []
 
 

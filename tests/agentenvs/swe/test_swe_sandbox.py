@@ -461,14 +461,14 @@ def test_bwrap_retries_when_the_host_is_briefly_out_of_processes(bwrap, workspac
     """bwrap's own EAGAIN report (the command never ran) is retried; a command's own output
     that merely mentions it is not."""
     eagain = CommandResult(1, "", "bwrap: Can't fork for pid 1: Resource temporarily unavailable\n")
-    real = sandbox_process._ProcessSandbox._run_once
+    real = sandbox_process.ProcessSandbox._run_once
     calls = []
 
     def flaky(self, *args):
         calls.append(args[0])
         return eagain if len(calls) <= 2 else real(self, *args)
 
-    monkeypatch.setattr(sandbox_process._ProcessSandbox, "_run_once", flaky)
+    monkeypatch.setattr(sandbox_process.ProcessSandbox, "_run_once", flaky)
     result = bwrap.run("echo ran", workspace)
     assert (result.exit_code, result.stdout, len(calls)) == (0, "ran\n", 3)
     calls.clear()
