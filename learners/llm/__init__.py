@@ -43,8 +43,8 @@ Model, sampling and rollouts
 Memory
 
 * :mod:`~agentenvs.learners.llm.plan` - the memory planner (pure Python; it re-exports
-  :mod:`~agentenvs.learners.llm.plan_arch`, :mod:`~agentenvs.learners.llm.plan_config`,
-  :mod:`~agentenvs.learners.llm.plan_estimate` and :mod:`~agentenvs.learners.llm.plan_cli`).
+  :mod:`~agentenvs.learners.llm.plan.arch`, :mod:`~agentenvs.learners.llm.plan.config`,
+  :mod:`~agentenvs.learners.llm.plan.estimate` and :mod:`~agentenvs.learners.llm.plan.cli`).
 * :mod:`~agentenvs.learners.llm.memcheck` - the trainer's warning when a run will not fit.
 
 What it may import: ``agentenvs`` (its core contract: steps, trajectories, prompts, store,

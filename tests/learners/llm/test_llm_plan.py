@@ -1,4 +1,4 @@
-"""Tests of the memory planner (learners/llm/plan.py), with its CPU calibration.
+"""Tests of the memory planner (learners/llm/plan/), with its CPU calibration.
 
 * Architecture numbers: every built-in entry's parameter count (and LoRA adapter count) equals what
   transformers and peft build from the same numbers (on the meta device: no memory); the tiny and

@@ -1,21 +1,21 @@
 """Memory planner for the LLM learner: the bytes one training GPU needs, and whether they fit.
 
-This module is the planner's public face; it re-exports, from the modules that hold them:
+The package exports the planner; its modules hold the parts:
 
-* :mod:`~agentenvs.learners.llm.plan_arch` - :class:`ModelArch` (the architecture numbers that set memory
+* :mod:`~agentenvs.learners.llm.plan.arch` - :class:`ModelArch` (the architecture numbers that set memory
   and the parameter counts derived from them), :data:`ARCHITECTURES` (published architectures:
   Qwen2.5 0.5B-7B Instruct, SmolLM2 135M-1.7B, Llama-3.1-8B, and the repo's tiny test model),
   :func:`load_arch` (a model name, a local HF directory, a ``config.json`` path or its dict),
   :data:`DTYPE_BYTES` and :data:`GIB`.
-* :mod:`~agentenvs.learners.llm.plan_config` - :class:`PlanConfig` (the training knobs that change memory:
+* :mod:`~agentenvs.learners.llm.plan.config` - :class:`PlanConfig` (the training knobs that change memory:
   micro-batch, dtypes, LoRA, KL, gradient checkpointing, attention kernel, rollout backend) and
   :class:`MemoryPlan` (the estimate: persistent tensors, each phase's transients, the peak, the
   total; :meth:`MemoryPlan.table` renders it).
-* :mod:`~agentenvs.learners.llm.plan_estimate` - :func:`plan_memory` and :func:`check_fits`, the entry
+* :mod:`~agentenvs.learners.llm.plan.estimate` - :func:`plan_memory` and :func:`check_fits`, the entry
   points (with the formulas); :func:`max_micro_batch_size` - the largest micro-batch that fits;
   :func:`train_config_kwargs` maps a :class:`~agentenvs.learners.llm.config.TrainConfig` onto planner
   keywords.
-* :mod:`~agentenvs.learners.llm.plan_cli` - :func:`parse_bytes` and :func:`main`
+* :mod:`~agentenvs.learners.llm.plan.cli` - :func:`parse_bytes` and :func:`main`
   (``python -m agentenvs.learners.llm.plan --help``).
 
 They import one another in that order (architectures -> config -> estimate -> CLI). Pure Python:
@@ -38,12 +38,10 @@ calibration.
 True
 """
 
-import sys
-
-from agentenvs.learners.llm.plan_arch import ARCHITECTURES, DTYPE_BYTES, GIB, ModelArch, load_arch
-from agentenvs.learners.llm.plan_cli import main, parse_bytes
-from agentenvs.learners.llm.plan_config import MemoryPlan, PlanConfig
-from agentenvs.learners.llm.plan_estimate import (
+from agentenvs.learners.llm.plan.arch import ARCHITECTURES, DTYPE_BYTES, GIB, ModelArch, load_arch
+from agentenvs.learners.llm.plan.cli import main, parse_bytes
+from agentenvs.learners.llm.plan.config import MemoryPlan, PlanConfig
+from agentenvs.learners.llm.plan.estimate import (
     check_fits,
     max_micro_batch_size,
     plan_memory,
@@ -65,7 +63,3 @@ __all__ = [
     "parse_bytes",
     "main",
 ]
-
-
-if __name__ == "__main__":
-    sys.exit(main())

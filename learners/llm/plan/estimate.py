@@ -39,8 +39,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from agentenvs.learners.llm.plan_arch import DTYPE_BYTES, GIB, ModelArch, dtype_name, load_arch
-from agentenvs.learners.llm.plan_config import MemoryPlan, PlanConfig
+from agentenvs.learners.llm.plan.arch import DTYPE_BYTES, GIB, ModelArch, dtype_name, load_arch
+from agentenvs.learners.llm.plan.config import MemoryPlan, PlanConfig
 
 __all__ = ["check_fits", "max_micro_batch_size", "plan_memory", "train_config_kwargs"]
 

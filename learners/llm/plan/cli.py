@@ -10,9 +10,9 @@ import json
 import re
 from collections.abc import Sequence
 
-from agentenvs.learners.llm.plan_arch import ARCHITECTURES, GIB
-from agentenvs.learners.llm.plan_config import count_text
-from agentenvs.learners.llm.plan_estimate import max_micro_batch_size, plan_memory
+from agentenvs.learners.llm.plan.arch import ARCHITECTURES, GIB
+from agentenvs.learners.llm.plan.config import count_text
+from agentenvs.learners.llm.plan.estimate import max_micro_batch_size, plan_memory
 
 __all__ = ["main", "parse_bytes"]
 

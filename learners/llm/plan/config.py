@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from agentenvs.learners.llm.plan_arch import GIB, dtype_name
+from agentenvs.learners.llm.plan.arch import GIB, dtype_name
 
 __all__ = ["MemoryPlan", "PlanConfig"]
 
