@@ -79,6 +79,7 @@ def test_memoised_env_equals_the_bare_engine(task_type):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # 2-4 minutes per type on 2 cores; the default run plays 24 steps of each
 @pytest.mark.parametrize("task_type", TASK_TYPE_NAMES)
 def test_thousand_random_steps_per_type_equal_the_bare_engine(task_type):
     assert play_both(task_type, steps=1000, games=5) >= 5

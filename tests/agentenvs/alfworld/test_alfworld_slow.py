@@ -18,6 +18,7 @@ from agentenvs.alfworld.panel import default_panel  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.long  # about 11 minutes on 2 cores; the default run wins one game per type and split
 def test_every_shipped_game_is_won_by_its_walkthrough():
     env = ALFWorldEnv(data_path="embedded", action_format="plain")
     assert {r["split"] for r in default_panel()} == {"train", "test_seen", "test_unseen"}

@@ -206,6 +206,7 @@ def test_missing_model_dir(tmp_path, small_corpus):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # about 5 minutes on 2 cores
 def test_full_corpus_titles():
     """The 10,033-passage embedded corpus (minutes on a CPU; cached under $AGENTENVS_CACHE)."""
     corpus = wiki_offline_corpus()

@@ -206,6 +206,7 @@ def test_gold_patch_wins_and_empty_submission_loses_on_a_sample():
 
 
 @pytest.mark.slow
+@pytest.mark.long  # about 8 minutes on 2 cores; CI runs the sample above
 def test_gold_patch_wins_and_empty_submission_loses_on_every_shipped_task():
     for split in ("train", "test"):
         _check_gold_and_empty(embedded_tasks(split))

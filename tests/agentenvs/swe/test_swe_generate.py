@@ -226,6 +226,7 @@ def test_panel_sample_gold_fixes_and_buggy_fails(box, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # about 4 minutes on 2 cores
 def test_panel_rebuilds_byte_for_byte() -> None:
     _panel()
     assert generate.main(["--check", "--jobs", "2"]) == 0

@@ -114,6 +114,7 @@ def test_text_equals_browser_on_fifty_trajectories(pair):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # about 6 minutes on 2 cores
 def test_one_hundred_browser_episodes_leave_nothing_behind(webshop_fixture_dir):
     rng = random.Random(2)
     for episode in range(100):
