@@ -1,4 +1,4 @@
-"""``python -m agentenvs.learners.llm.plan``: the memory planner's command (:mod:`.cli`)."""
+"""``python -m agentenvs.learners.llm.plan``: the memory planner's command (:mod:`agentenvs.learners.llm.plan.cli`)."""
 
 import sys
 
