@@ -177,14 +177,15 @@ def test_a_reward_wrapper_inside_the_credit_wrapper_shapes_the_advantages(warm, 
     assert mixed, "no group with both wins and losses in this batch"
 
 
-def episode_count(*a, **k) -> list[float]:
-    return [0.0] * len(a[0])
+def zero_reward(prompts: list, completions: list, **_) -> list[float]:
+    """A TRL reward function (the kind CreditGRPOTrainer refuses)."""
+    return [0.0] * len(prompts)
 
 
 @pytest.mark.parametrize(
     ("name", "kwargs", "overrides", "says"),
     [
-        ("reward_funcs", {"reward_funcs": [episode_count]}, {}, "RewardWrapper inside the credit"),
+        ("reward_funcs", {"reward_funcs": [zero_reward]}, {}, "RewardWrapper inside the credit"),
         ("environment_factory", {"environment_factory": sokoban}, {}, "TRL's tool loop has no"),
         ("use_vllm", {}, {"use_vllm": True}, "set use_vllm=False"),
     ],
@@ -204,10 +205,13 @@ def test_more_than_one_process_is_refused_before_the_envs_are_made(tmp_path, mon
     args = config(tmp_path)
     monkeypatch.setattr(type(args), "world_size", property(lambda self: 2))  # accelerate launch
     made = []
+
+    def env_fn() -> gym.Env:
+        made.append(1)
+        return graphgpo()
+
     with pytest.raises(ValueError, match="one process, not 2: TRL's sampler may split a group"):
-        ours.CreditGRPOTrainer(
-            build_tiny_model(tok), lambda: made.append(1) or graphgpo(), args, processing_class=tok
-        )
+        ours.CreditGRPOTrainer(build_tiny_model(tok), env_fn, args, processing_class=tok)
     assert not made
 
 
