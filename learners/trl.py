@@ -4,9 +4,11 @@ trl 1.16.0).
 :class:`CreditGRPOTrainer` is a ``GRPOTrainer`` whose rollouts go through TRL's multi-turn hook,
 ``rollout_func``, and whose advantages are the ones our credit wrappers wrote, token by token:
 
-* **Rollout.** The training dataset is a column of task ids (``prompt``). TRL's sampler repeats
-  each one ``num_generations`` times in a row; each block of identical ids is one *group*: a
-  credit-wrapped env (``env_fn()``, e.g. ``GraphCreditWrapper(env, group_size=G)``, with ``G`` =
+* **Rollout.** The training dataset is a ``prompt`` column: task ids, or prompts (plain text or
+  chat messages) that a ``task_from_prompt`` hook maps onto task ids
+  (:meth:`CreditGRPOTrainer.task_of`). TRL's sampler repeats each prompt ``num_generations``
+  times in a row; each block of identical prompts is one *group*: a credit-wrapped env
+  (``env_fn()``, e.g. ``GraphCreditWrapper(env, group_size=G)``, with ``G`` =
   ``num_generations``) plays ``G`` episodes of that task (``options={"task_id": ...}``) with the
   trainer's model, through our learner's rollout loop (:class:`~agentenvs.learners.llm.env_source.CreditedEnvs`,
   :class:`~agentenvs.learners.llm.rollout.Sampler`): the env's own agent prompt, action syntax and stop
@@ -27,14 +29,18 @@ trl 1.16.0).
   (``advantages`` of shape ``(B, T)``). No estimator is called here: the wrapper's method decides
   (``grpo`` through this path reproduces TRL's own advantages: :data:`TRL_GRPO`).
 
-One process only (TRL's sampler may split a group across processes). This module holds:
-:data:`TRL_GRPO`, :class:`EpisodeSampler`, :func:`episode_row`, :func:`episode_return`,
-:func:`task_dataset`, :class:`CreditGRPOTrainer`.
+Refused at init, each with a one-line ``ValueError`` saying what to do instead: ``reward_funcs``
+(the advantages come from the env's rewards: shape them in ``env_fn``), ``environment_factory``
+(TRL's tool loop has no per-step credit), ``use_vllm``, ``mask_truncated_completions`` and more
+than one process (TRL's sampler may split a group across processes). This module holds:
+:data:`Prompt`, :data:`TRL_GRPO`, :class:`EpisodeSampler`, :func:`episode_row`,
+:func:`episode_return`, :func:`task_dataset`, :class:`CreditGRPOTrainer`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any
 
 import gymnasium as gym
@@ -44,13 +50,14 @@ from agentenvs.learners.llm.generation import HFGenerator
 from agentenvs.learners.llm.policy import Policy
 from agentenvs.learners.llm.rollout import Sampler
 from agentenvs.wrappers.grpo import GRPOConfig as CreditGRPOConfig
-from datasets import Dataset
+from datasets import Dataset, IterableDataset
 from trl import GRPOConfig, GRPOTrainer
 
 from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory
 from agentenvs.vector import group_size_of
 
 __all__ = [
+    "Prompt",
     "TRL_GRPO",
     "EpisodeSampler",
     "episode_row",
@@ -58,6 +65,9 @@ __all__ = [
     "task_dataset",
     "CreditGRPOTrainer",
 ]
+
+#: A row's ``prompt``: a string (a task id, or text), or chat messages (``{"role", "content"}`` dicts).
+Prompt = str | list[dict[str, Any]]
 
 #: Our ``grpo`` config that equals TRL's GRPO advantage (``scale_rewards="group"``): the episode
 #: return z-scored in its group with the sample std plus 1e-4.
@@ -130,6 +140,35 @@ def task_dataset(task_ids: Sequence[str]) -> Dataset:
     return Dataset.from_dict({"prompt": [str(t) for t in task_ids]})
 
 
+def _refuse(args: GRPOConfig, reward_funcs: Any, kwargs: dict[str, Any]) -> None:
+    """Raise ``ValueError`` on what :class:`CreditGRPOTrainer` does not compose with."""
+    if reward_funcs is not None:
+        raise ValueError(
+            "reward_funcs would be ignored: the advantages are the credit wrapper's, from the env's "
+            "rewards; shape rewards in env_fn (a gymnasium.RewardWrapper inside the credit wrapper)"
+        )
+    if kwargs.get("environment_factory") is not None:
+        raise ValueError(
+            "environment_factory does not compose: agentenvs envs are played through rollout_func, "
+            "one credited group per task, and TRL's tool loop has no per-step credit; pass env_fn"
+        )
+    if args.use_vllm:
+        raise ValueError(
+            "use_vllm is not supported: rollouts are sampled with HF generate on the trainer's "
+            "model, in the env's own prompts and stop strings; set use_vllm=False"
+        )
+    if args.world_size != 1:
+        raise ValueError(
+            f"CreditGRPOTrainer runs in one process, not {args.world_size}: TRL's sampler may "
+            "split a group's rows across processes; launch a single process"
+        )
+    if args.mask_truncated_completions:
+        raise ValueError(
+            "mask_truncated_completions would mask whole episodes: a step's response ends "
+            "at the env's stop string, which TRL reads as truncation"
+        )
+
+
 class CreditGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` over credit-wrapped agentenvs envs, per-step advantages (module docstring).
 
@@ -140,16 +179,24 @@ class CreditGRPOTrainer(GRPOTrainer):
         args: TRL's ``GRPOConfig``; ``max_completion_length`` is the response budget of each
             *step* (tokens); ``temperature`` and ``top_p`` are the sampling settings.
         processing_class: the tokenizer (its chat template renders the env's prompts).
-        train_dataset: task ids (:func:`task_dataset`); default: the env's ``train`` split.
+        train_dataset: a ``prompt`` column (a ``Dataset`` or ``IterableDataset``): task ids
+            (:func:`task_dataset`), or prompts ``task_from_prompt`` maps; default: the env's
+            ``train`` split. Its first 8 rows are checked here (:meth:`task_of`).
         prompt_style, history_length: which agent prompt the env renders (its ``agent_prompt``
             hook; ``history_length=None`` keeps the env's default).
-        reward_funcs: TRL reward functions; default :func:`episode_return`.
-        kwargs: passed to ``GRPOTrainer``.
+        task_from_prompt: maps a dataset prompt (a string, or a list of chat messages) onto a
+            task id; default: the env's own ``task_from_prompt`` method (on ``env.unwrapped``)
+            if it has one.
+        reward_funcs: refused (``ValueError``): TRL logs its reward from :func:`episode_return`;
+            shape rewards in the env (a ``gymnasium.RewardWrapper`` inside the credit wrapper).
+        kwargs: passed to ``GRPOTrainer`` (``environment_factory`` is refused).
 
     Attributes:
         envs: the training envs (one per group of a generation batch), a
             :class:`~agentenvs.learners.llm.env_source.CreditedEnvs`; ``trainer.envs.close()`` closes them.
         last_groups: the credited groups of the last rollout, in row order.
+        task_from_prompt: the prompt -> task id hook in use (the argument, else the env's
+            method, else ``None``).
     """
 
     def __init__(
@@ -159,17 +206,14 @@ class CreditGRPOTrainer(GRPOTrainer):
         args: GRPOConfig,
         *,
         processing_class: Any,
-        train_dataset: Dataset | None = None,
+        train_dataset: Dataset | IterableDataset | None = None,
         prompt_style: str = "reference",
         history_length: int | None = None,
+        task_from_prompt: Callable[[Prompt], str] | None = None,
         reward_funcs: Any = None,
         **kwargs: Any,
     ) -> None:
-        if args.mask_truncated_completions:
-            raise ValueError(
-                "mask_truncated_completions would mask whole episodes: a step's response ends "
-                "at the env's stop string, which TRL reads as truncation"
-            )
+        _refuse(args, reward_funcs, kwargs)
         per_call = args.per_device_train_batch_size * args.steps_per_generation
         if per_call % args.num_generations:
             raise ValueError(
@@ -189,27 +233,57 @@ class CreditGRPOTrainer(GRPOTrainer):
             if panel is None:
                 raise ValueError("the env has no task panel: pass train_dataset=task_dataset(ids)")
             train_dataset = task_dataset(panel.ids("train"))
+        self.task_from_prompt = task_from_prompt or getattr(
+            self.envs.envs[0].unwrapped, "task_from_prompt", None
+        )
+        if isinstance(train_dataset, Dataset | IterableDataset):
+            for row in islice(iter(train_dataset), 8):  # a bad prompt fails here, not at step 1
+                self.task_of(row["prompt"])
         self.last_groups: list[list[Trajectory]] = []
         super().__init__(
             model=model,
-            reward_funcs=reward_funcs or episode_return,
+            reward_funcs=episode_return,
             args=args,
             train_dataset=train_dataset,
             processing_class=processing_class,
             rollout_func=self.rollout,
             **kwargs,
         )
-        if self.accelerator.num_processes != 1:
-            raise NotImplementedError("CreditGRPOTrainer runs in one process")
 
-    def rollout(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
+    def task_of(self, prompt: Prompt) -> str:
+        """The task id of a dataset prompt: the prompt itself when it is one of the env's task
+        ids, else ``task_from_prompt(prompt)`` (checked against the env's tasks), else (an env
+        with no task panel) a string prompt as it is. Raises a one-line ``ValueError`` otherwise."""
+        panel = self.envs.task_panel()
+
+        def known(task: str) -> bool:
+            return panel is not None and any(task in panel.ids(s) for s in panel.splits)
+
+        if isinstance(prompt, str) and known(prompt):
+            return prompt
+        shown = repr(prompt) if len(repr(prompt)) <= 80 else repr(prompt)[:77] + "..."
+        if self.task_from_prompt is not None:
+            task = str(self.task_from_prompt(prompt))
+            if panel is not None and not known(task):
+                raise ValueError(
+                    f"task_from_prompt maps {shown} to {task!r}, not a task id of the env"
+                )
+            return task
+        if isinstance(prompt, str) and panel is None:
+            return prompt
+        raise ValueError(
+            f"prompt {shown} is not a task id of the env: pass train_dataset=task_dataset(ids) or "
+            "task_from_prompt=<prompt -> task id> (or give the env a task_from_prompt method)"
+        )
+
+    def rollout(self, prompts: list[Prompt], trainer: GRPOTrainer) -> dict[str, list]:
         """TRL's ``rollout_func``: one credited group per block of ``num_generations`` identical
-        task ids in ``prompts``; one row per episode (:func:`episode_row`) plus each row's
-        ``episode_return``."""
+        prompts (each mapped by :meth:`task_of`); one row per episode (:func:`episode_row`) plus
+        each row's ``episode_return``."""
         g = self.num_generations
-        tasks = [str(t) for t in prompts[::g]]
-        if [str(p) for p in prompts] != [t for t in tasks for _ in range(g)]:
-            raise ValueError(f"prompts must come in blocks of {g} identical task ids")
+        if any(p != prompts[i - i % g] for i, p in enumerate(prompts)):
+            raise ValueError(f"prompts must come in blocks of {g} identical prompts")
+        tasks = [self.task_of(p) for p in prompts[::g]]
         policy = Policy(self.accelerator.unwrap_model(self.model), self.processing_class)
         generator = HFGenerator(
             policy,

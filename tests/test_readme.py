@@ -36,6 +36,7 @@ SHOWN = {
     ("README.md", "won = next("),
     ("README.md", "SearchQA-v0"),
     ("docs/environments.md", "SearchQA-v0"),
+    ("docs/learner.md", "CreditGRPOTrainer("),
 }
 #: The rest, each distinct snippet once (a docs page may repeat the README's quickstart).
 RUN = [
@@ -138,6 +139,16 @@ def test_credit_snippet_shows_a_group_with_nonzero_advantages(monkeypatch, tmp_p
     assert printed.endswith(str([round(s.advantage, 2) for s in won.steps]))
     # the comment states what it prints
     assert code.rstrip().endswith(f"# {printed}")
+
+
+@pytest.mark.reach
+def test_trl_snippet_has_a_nonzero_loss_within_3_steps(monkeypatch, tmp_path, capsys):
+    code = the_block("docs/learner.md", "CreditGRPOTrainer(")
+    ns = run_block(code, "docs/learner.md TRL block", monkeypatch, tmp_path)
+    losses = [row["loss"] for row in ns["trainer"].state.log_history if "loss" in row]
+    assert len(losses) == 3 and any(loss != 0 for loss in losses)  # the warm start gives signal
+    printed = capsys.readouterr().out.strip().splitlines()[-1]  # after TRL's own log lines
+    assert printed == str([round(loss, 4) for loss in losses])
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/environments.md"])
