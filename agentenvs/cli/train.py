@@ -152,18 +152,20 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
     naming ``prog``."""
     import torch
 
+    from agentenvs.learners.llm.kernels import pin_cpu_kernels
     from agentenvs.learners.llm.models import resolve_model
     from agentenvs.learners.llm.policy import load_policy
     from agentenvs.learners.llm.precision import DTYPES
 
+    pin_cpu_kernels(args.cpu_kernels)  # before any torch operation: they pick their kernels once
+    if args.config.torch_threads:  # from the start: the warm start runs before the trainer
+        torch.set_num_threads(args.config.torch_threads)
     try:
         model_dir = resolve_model(args.model) if dist.is_main else None
         dist.barrier()
         model_dir = model_dir or resolve_model(args.model)
     except FileNotFoundError as error:  # e.g. --model smollm2 without its wheel: say how, no trace
         raise SystemExit(f"{prog}: {error}") from None
-    if args.config.torch_threads:  # from the start: the warm start runs before the trainer
-        torch.set_num_threads(args.config.torch_threads)
     device = dist.device if dist.enabled else "cuda" if torch.cuda.is_available() else "cpu"
     dtype = DTYPES[args.config.weight_dtype]
     policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=args.config.lora_rank)

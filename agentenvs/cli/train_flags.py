@@ -116,6 +116,7 @@ RECIPES: dict[tuple[str, str], dict[str, Any]] = {
         "micro_batch_size": 32,
         "max_new_tokens": 16,  # the longest move, </think><action>down</action>, is 13 tokens
         "torch_threads": 1,  # one thread: the README's table on any core count (2 change digits)
+        "cpu_kernels": "avx2",  # and on other x86-64 CPUs (docs/learner-recipe.md)
     },
     (MAIN_JOB_ENV, "smollm2"): {
         "env_kwargs": {"max_solution_steps": 1, "max_steps": 2},
@@ -255,6 +256,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "gradient_checkpointing": ("backend", "recompute activations in backward"),
     "ref_offload": ("backend", "keep the reference model in CPU memory"),
     "torch_threads": ("backend", "CPU threads for torch (0: torch's default)"),
+    "cpu_kernels": ("backend", "avx2: the same CPU kernels on every x86-64 CPU with AVX2"),
     "parallel": ("backend", "data parallelism under torchrun"),
     "checkpoint_every": ("output", "save a checkpoint every N iterations (0: at the end)"),
     "store": ("output", "trajectory store of every credited group"),
@@ -318,6 +320,7 @@ class TrainArgs:
     warm_start: Literal["format", "demo", "none"] = "none"
     warm_start_steps: int = 200
     warm_start_lr: float = 3e-3
+    cpu_kernels: Literal["native", "avx2"] = "native"
     eval_untrained: bool = False
     progress: bool = True
     lora: bool = False
