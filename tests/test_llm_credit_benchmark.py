@@ -197,3 +197,16 @@ def test_a_finished_run_of_other_flags_is_refused(tmp_path, capsys):
 def test_doctests():
     result = doctest.testmod(llm_credit, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 5 and result.failed == 0
+
+
+@pytest.mark.slow
+def test_quick_run_of_two_methods_on_sokoban(tmp_path, capsys):
+    """The learner for real: ``--quick`` on grpo and graphgpo, seed 0 (about a minute)."""
+    pytest.importorskip("torch")
+    doc = tmp_path / "page.md"
+    argv = ["--envs", "sokoban", "--methods", "grpo", "graphgpo", "--seeds", "0", "--quick",
+            "--jobs", "1", "--out", str(tmp_path / "runs"), "--doc", str(doc)]  # fmt: skip
+    assert llm_credit.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "| graphgpo | greedy | 1 | 4 |" in out and "| graphgpo | 1 |" in out
+    assert "**Smoke run, not the benchmark.**" in doc.read_text()
