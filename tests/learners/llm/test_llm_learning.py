@@ -58,8 +58,7 @@ def same_kernels_as_the_readme() -> bool:
     return "GenuineIntel" in text and "avx2" in text.split()
 
 
-@pytest.mark.slow
-@pytest.mark.long  # 2-4 minutes
+@pytest.mark.slow  # 2-4 minutes
 def test_the_main_job_prints_the_readme_table(tmp_path):
     cmd = [sys.executable, "examples/train_llm.py", "--out", str(tmp_path), "--threads", "1"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1200)
