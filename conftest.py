@@ -46,7 +46,7 @@ if _missing("torch", "stable_baselines3"):
 # The reach suites (marker ``reach``, venv of their own: scripts/test_reach.sh) are not even
 # collected where their package is missing, so they add no skips to the default run.
 if _missing("verl", "torch", "tensordict"):
-    collect_ignore_glob += ["learners/verl.py", "tests/learners/test_reach_verl.py"]
+    collect_ignore_glob += ["learners/verl/*.py", "tests/learners/test_reach_verl*.py"]
 if _missing("trl", "torch", "transformers", "datasets"):
     collect_ignore_glob += ["learners/trl.py", "tests/learners/test_reach_trl.py"]
 if _missing("openenv", "uvicorn", "websockets"):

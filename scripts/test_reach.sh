@@ -44,6 +44,6 @@ fi
 mark="reach and not slow"; [ "${REACH_SLOW:-0}" = 1 ] && mark=reach
 "$py" -m pytest -p no:cacheprovider -m "$mark" -rs tests/learners/test_reach_verl.py \
   tests/agentenvs/serve tests/agentenvs/integrations
-"$py" -m pytest -p no:cacheprovider -q learners/verl.py agentenvs/serve agentenvs/integrations   # doctests
+"$py" -m pytest -p no:cacheprovider -q learners/verl agentenvs/serve agentenvs/integrations   # doctests
 TRL_EXPERIMENTAL_SILENCE=1 "$py" -m pytest -p no:cacheprovider -m reach -rs \
   tests/learners/test_reach_trl.py tests/test_readme.py   # TRL, and the TRL snippet of docs/learner.md

@@ -1,13 +1,7 @@
-"""Our credit methods as verl advantage estimators (extra ``verl``; tested with verl 0.9.1).
-
-Importing this module registers every method of :mod:`agentenvs.wrappers.registry` with verl's
-``register_adv_est`` as ``agentenvs_<name>`` (:data:`PREFIX`; ``agentenvs_graphgpo``,
-``agentenvs_gigpo``, ...), so a verl config selects one with
-``algorithm.adv_estimator=agentenvs_graphgpo``. A method registered later is added by
-:func:`register`.
+"""The per-step columns a verl batch carries for our credit methods, and their rows as trajectories.
 
 One row of verl's ``DataProto`` is one *step* (one turn: a prompt and the response that acted).
-The estimator reads these ``non_tensor_batch`` columns (one value per row; verl-agent's name in
+The estimators read these ``non_tensor_batch`` columns (one value per row; verl-agent's name in
 brackets, accepted too):
 
 ====================  ====================  ==================================================
@@ -33,55 +27,38 @@ is the trajectory's final observation): TRIAGE (its judge reads the actions and 
 the oracle judge ``progress``) and HISR (its segments end where ``progress`` > 0; its models read
 the texts) need them; the other methods read none of them.
 
-The step's env reward is its row of ``token_level_rewards`` summed over the response (verl's reward
-managers put the scalar at the last response token). The estimator returns ``(advantages,
-returns)``, both the step's advantage broadcast over its row of ``response_mask`` (float32,
-``(batch, response_length)``), like verl's outcome estimators.
-
 verl's own ``compute_advantage`` hands an estimator ``token_level_rewards``, ``response_mask``,
 ``config`` and ``index`` (the ``uid`` column) only, so the columns travel inside ``uid``:
 :func:`attach_step_uids` (call it on the batch before ``compute_advantage``) replaces each uid by a
 :class:`StepUid`, a ``str`` equal to the group id (verl groups and logs it as before) that carries
-the row's other columns. A caller that passes ``non_tensor_batch=`` to the estimator needs no
-such step. :func:`step_columns` is the glue from our side: the columns of recorded
+the row's other columns. :func:`step_columns` is the glue from our side: the columns of recorded
 :class:`~agentenvs.core.Trajectory` objects (which hold each step's ``info["state_key"]``), one
 row per step; :func:`info_columns` builds one row's columns from the env's ``info`` dicts.
 
-Method options: :func:`configure` (``configure("graphgpo", distance_discount=0.8)``); the
-defaults otherwise. This module holds: :data:`PREFIX`, :data:`KEYS`, :class:`StepUid`,
+Nothing here imports verl. This module holds: :data:`KEYS`, :class:`StepUid`,
 :func:`step_columns`, :func:`info_columns`, :func:`step_uids`, :func:`attach_step_uids`,
-:func:`row_advantages`, :func:`make_estimator`, :func:`register`, :func:`configure`.
+:func:`trajectories_of`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import torch
 from agentenvs.wrappers.batch import action_signature, factorise
-from agentenvs.wrappers.registry import get_method, make_config, method_names
-from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from agentenvs.core import Step, Trajectory
 
 __all__ = [
-    "PREFIX",
     "KEYS",
     "StepUid",
     "step_columns",
     "info_columns",
     "step_uids",
     "attach_step_uids",
-    "row_advantages",
-    "make_estimator",
-    "register",
-    "configure",
+    "trajectories_of",
 ]
-
-#: verl's name of method ``m`` is ``PREFIX + m``.
-PREFIX = "agentenvs_"
 
 #: Our ``non_tensor_batch`` key -> verl-agent's name for it (read when ours is absent).
 KEYS: Mapping[str, str | None] = {
@@ -101,8 +78,6 @@ KEYS: Mapping[str, str | None] = {
 }
 _FIELDS = tuple(k for k in KEYS if k != "uid")
 _NO_NEXT = object()  # next_state_key not given: the next row's state key is used
-
-_configs: dict[str, Any] = {}
 
 
 class StepUid(str):
@@ -218,23 +193,12 @@ def attach_step_uids(data: Any) -> Any:
     return data
 
 
-def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) -> np.ndarray:
-    if non_tensor_batch is not None:
-        return step_uids(non_tensor_batch)
-    if index is None or not all(isinstance(u, StepUid) for u in index):
-        raise ValueError(
-            "agentenvs estimators need each row's trajectory id and state key: call "
-            "agentenvs.learners.verl.attach_step_uids(batch) before compute_advantage (or pass "
-            "non_tensor_batch=); see the module docstring for the columns"
-        )
-    return index
-
-
-def _trajectories(
+def trajectories_of(
     uids: Sequence[Any] | np.ndarray, rewards: np.ndarray
 ) -> tuple[list[Trajectory], list]:
-    """Our trajectories of the rows (grouped by uid, ordered by step index) and, per trajectory,
-    its rows' positions in step order."""
+    """Our trajectories of the rows of ``uids`` (:class:`StepUid` objects; grouped by uid, in
+    step-index order) with ``rewards`` (one per row), and per trajectory its group's index and its
+    rows' positions in step order."""
     n = len(uids)
     group, _ = factorise([str(u) for u in uids])
     traj, _ = factorise([(str(u), u.__dict__["traj_uid"]) for u in uids])
@@ -279,71 +243,3 @@ def _trajectories(
         )
         rows.append((int(group[members[0]]), members))
     return trajectories, rows
-
-
-def row_advantages(
-    method: str, uids: Sequence[Any] | np.ndarray, step_rewards: np.ndarray, config: Any = None
-) -> np.ndarray:
-    """``method``'s advantage of each row (float64, one per row) from the rows' :class:`StepUid`
-    objects and env rewards (``step_rewards``, one per row)."""
-    entry, config = get_method(method, config)
-    if len(uids) == 0:
-        return np.zeros(0, np.float64)
-    trajectories, rows = _trajectories(uids, np.asarray(step_rewards, np.float64))
-    batch = entry.batch(trajectories, config, groups=[g for g, _ in rows])
-    values = entry.run(batch, config)
-    out = np.empty(len(uids), np.float64)
-    for (_, members), adv in zip(rows, batch.split(values), strict=True):
-        out[members] = adv
-    return out
-
-
-def make_estimator(method: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
-    """A verl advantage estimator running our ``method`` (its :func:`configure` d config)."""
-
-    def estimator(
-        token_level_rewards: torch.Tensor,
-        response_mask: torch.Tensor,
-        index: np.ndarray | None = None,
-        config: Any = None,
-        non_tensor_batch: Mapping[str, np.ndarray] | None = None,
-        **_: Any,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        uids = _as_step_uids(index, non_tensor_batch)
-        rewards = token_level_rewards.detach().sum(dim=-1).double().cpu().numpy()
-        adv = row_advantages(method, uids, rewards, _configs.get(method))
-        mask = response_mask.to(token_level_rewards.dtype)
-        scores = torch.as_tensor(adv, dtype=mask.dtype, device=mask.device).unsqueeze(-1) * mask
-        return scores, scores.clone()
-
-    estimator.__name__ = estimator.__qualname__ = f"{PREFIX}{method}"
-    estimator.__doc__ = f"verl advantage estimator: agentenvs credit method {method!r}."
-    return estimator
-
-
-def register(prefix: str = PREFIX) -> list[str]:
-    """Register every method of our registry not yet in verl's (as ``prefix + name``); returns
-    the verl names of all our methods."""
-    names = []
-    for method in method_names():
-        name = prefix + method
-        if name not in ADV_ESTIMATOR_REGISTRY:
-            register_adv_est(name)(make_estimator(method))
-        names.append(name)
-    return names
-
-
-def configure(method: str, **options: Any) -> Any:
-    """Set the options ``method`` (name or alias) runs with in verl; returns its config.
-
-    >>> configure("graph", distance_discount=0.8).distance_discount
-    0.8
-    >>> configure("graph").distance_discount  # no options: back to the defaults
-    0.1
-    """
-    name = get_method(method)[0].name
-    _configs[name] = make_config(name, **options)
-    return _configs[name]
-
-
-register()

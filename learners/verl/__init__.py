@@ -1,0 +1,54 @@
+"""Our credit methods inside verl (extra ``verl``; tested with verl 0.9.1).
+
+Importing this package registers every method of :mod:`agentenvs.wrappers.registry` with verl's
+``register_adv_est`` as ``agentenvs_<name>`` (:data:`PREFIX`; ``agentenvs_graphgpo``,
+``agentenvs_gigpo``, ...), so a verl config selects one with
+``algorithm.adv_estimator=agentenvs_graphgpo``. A method registered later is added by
+:func:`register`.
+
+Modules:
+
+* :mod:`~agentenvs.learners.verl.columns` - the per-step ``non_tensor_batch`` columns (ours and
+  verl-agent's names), :class:`StepUid` that carries them through verl's ``compute_advantage``,
+  and their rows as our trajectories;
+* :mod:`~agentenvs.learners.verl.estimators` - the estimators and their registration.
+
+Method options: :func:`configure` (``configure("graphgpo", distance_discount=0.8)``); the
+defaults otherwise.
+"""
+
+from __future__ import annotations
+
+from agentenvs.learners.verl.columns import (
+    KEYS,
+    StepUid,
+    attach_step_uids,
+    info_columns,
+    step_columns,
+    step_uids,
+    trajectories_of,
+)
+from agentenvs.learners.verl.estimators import (
+    PREFIX,
+    configure,
+    make_estimator,
+    register,
+    row_advantages,
+)
+
+__all__ = [
+    "PREFIX",
+    "KEYS",
+    "StepUid",
+    "step_columns",
+    "info_columns",
+    "step_uids",
+    "attach_step_uids",
+    "trajectories_of",
+    "row_advantages",
+    "make_estimator",
+    "register",
+    "configure",
+]
+
+register()
