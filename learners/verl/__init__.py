@@ -13,8 +13,14 @@ Modules:
   and their rows as our trajectories;
 * :mod:`~agentenvs.learners.verl.estimators` - the estimators and their registration.
 
-Method options: :func:`configure` (``configure("graphgpo", distance_discount=0.8)``); the
-defaults otherwise.
+verl imports this package in every process by itself: our distribution declares it as a
+``verl.plugins`` entry point, which ``import verl`` loads (unless ``VERL_USE_EXTERNAL_PLUGINS`` is
+``none`` or names others), so the estimators exist in the driver and in every Ray actor (verl's
+``TaskRunner`` computes advantages there) without an import in the user's script.
+
+Method options come from verl's config: ``algorithm.agentenvs`` holds the options of the
+method ``algorithm.adv_estimator`` selects (:func:`~agentenvs.learners.verl.estimators.method_config`);
+the method's defaults otherwise.
 """
 
 from __future__ import annotations
@@ -29,15 +35,18 @@ from agentenvs.learners.verl.columns import (
     trajectories_of,
 )
 from agentenvs.learners.verl.estimators import (
+    OPTIONS_KEY,
     PREFIX,
-    configure,
     make_estimator,
+    method_config,
+    options_of,
     register,
     row_advantages,
 )
 
 __all__ = [
     "PREFIX",
+    "OPTIONS_KEY",
     "KEYS",
     "StepUid",
     "step_columns",
@@ -47,8 +56,9 @@ __all__ = [
     "trajectories_of",
     "row_advantages",
     "make_estimator",
+    "options_of",
+    "method_config",
     "register",
-    "configure",
 ]
 
 register()

@@ -8,8 +8,14 @@ last response token). An estimator returns ``(advantages, returns)``, both the s
 broadcast over its row of ``response_mask`` (float32, ``(batch, response_length)``), like verl's
 outcome estimators.
 
-This module holds: :data:`PREFIX`, :func:`row_advantages`, :func:`make_estimator`,
-:func:`register`, :func:`configure`.
+Method options come from verl's own config: the ``algorithm`` section's :data:`OPTIONS_KEY` entry
+holds the options of the selected method (verl passes that section to every estimator as
+``config``), e.g. ``algorithm.agentenvs.distance_discount: 0.8`` beside
+``algorithm.adv_estimator: agentenvs_graphgpo``; the method's defaults otherwise. An unknown
+option is a ``ValueError`` naming the method's options.
+
+This module holds: :data:`PREFIX`, :data:`OPTIONS_KEY`, :func:`row_advantages`,
+:func:`options_of`, :func:`method_config`, :func:`make_estimator`, :func:`register`.
 """
 
 from __future__ import annotations
@@ -21,14 +27,27 @@ import numpy as np
 import torch
 from agentenvs.learners.verl.columns import StepUid, step_uids, trajectories_of
 from agentenvs.wrappers.registry import get_method, make_config, method_names
+from omegaconf import OmegaConf
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
-__all__ = ["PREFIX", "row_advantages", "make_estimator", "register", "configure"]
+__all__ = [
+    "PREFIX",
+    "OPTIONS_KEY",
+    "row_advantages",
+    "options_of",
+    "method_config",
+    "make_estimator",
+    "register",
+]
 
 #: verl's name of method ``m`` is ``PREFIX + m``.
 PREFIX = "agentenvs_"
 
-_configs: dict[str, Any] = {}
+#: The key of verl's ``algorithm`` config that holds the options of the selected method
+#: (``algorithm.agentenvs.distance_discount: 0.8``).
+OPTIONS_KEY = "agentenvs"
+
+_configs: dict[tuple[str, str], Any] = {}  # (method, options) -> its config, kept across calls
 
 
 def _as_step_uids(index: np.ndarray | None, non_tensor_batch: Mapping | None) -> np.ndarray:
@@ -60,8 +79,46 @@ def row_advantages(
     return out
 
 
+def options_of(config: Any) -> Any:
+    """Our method options in verl's algorithm ``config`` (a ``DictConfig``, ``AlgoConfig``, dict
+    or ``None``): its :data:`OPTIONS_KEY` entry, a mapping of options or a method config object;
+    ``{}`` when absent.
+
+    >>> options_of({"adv_estimator": "agentenvs_graphgpo", "agentenvs": {"distance_discount": 0.8}})
+    {'distance_discount': 0.8}
+    >>> options_of(None)
+    {}
+    """
+    get = getattr(config, "get", None)
+    options = get(OPTIONS_KEY) if callable(get) else None
+    if OmegaConf.is_config(options):
+        options = OmegaConf.to_container(options, resolve=True)
+    if options is None:
+        return {}
+    return dict(options) if isinstance(options, Mapping) else options
+
+
+def method_config(method: str, config: Any = None) -> Any:
+    """The config ``method`` runs with under verl's algorithm ``config`` (:func:`options_of`): one
+    object per method and distinct options in this process, kept across calls, so the state of an
+    online method (SPA's, HISR's models) persists from one training step to the next.
+
+    Raises:
+        ValueError: an option ``method`` does not have (its message lists the options).
+    """
+    name = get_method(method)[0].name
+    options = options_of(config)
+    if not isinstance(options, Mapping):  # a method config object given in Python
+        return get_method(name, options)[1]
+    key = (name, repr(sorted(options.items())))
+    if key not in _configs:
+        _configs[key] = make_config(name, **options)
+    return _configs[key]
+
+
 def make_estimator(method: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
-    """A verl advantage estimator running our ``method`` (its :func:`configure` d config)."""
+    """A verl advantage estimator running our ``method`` with the options of verl's ``config``
+    (:func:`method_config`)."""
 
     def estimator(
         token_level_rewards: torch.Tensor,
@@ -73,7 +130,7 @@ def make_estimator(method: str) -> Callable[..., tuple[torch.Tensor, torch.Tenso
     ) -> tuple[torch.Tensor, torch.Tensor]:
         uids = _as_step_uids(index, non_tensor_batch)
         rewards = token_level_rewards.detach().sum(dim=-1).double().cpu().numpy()
-        adv = row_advantages(method, uids, rewards, _configs.get(method))
+        adv = row_advantages(method, uids, rewards, method_config(method, config))
         mask = response_mask.to(token_level_rewards.dtype)
         scores = torch.as_tensor(adv, dtype=mask.dtype, device=mask.device).unsqueeze(-1) * mask
         return scores, scores.clone()
@@ -93,16 +150,3 @@ def register(prefix: str = PREFIX) -> list[str]:
             register_adv_est(name)(make_estimator(method))
         names.append(name)
     return names
-
-
-def configure(method: str, **options: Any) -> Any:
-    """Set the options ``method`` (name or alias) runs with in verl; returns its config.
-
-    >>> configure("graph", distance_discount=0.8).distance_discount
-    0.8
-    >>> configure("graph").distance_discount  # no options: back to the defaults
-    0.1
-    """
-    name = get_method(method)[0].name
-    _configs[name] = make_config(name, **options)
-    return _configs[name]

@@ -20,7 +20,7 @@ verl = pytest.importorskip("verl")
 torch = pytest.importorskip("torch")
 
 from agentenvs.learners import verl as ours  # noqa: E402
-from agentenvs.wrappers.registry import METHODS, assign_advantages, method_names  # noqa: E402
+from agentenvs.wrappers.registry import METHODS, assign_advantages, make_config, method_names  # noqa: E402
 from tensordict import TensorDict  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.config import AlgoConfig  # noqa: E402
@@ -56,12 +56,11 @@ def hisr_models() -> dict:
 
 @pytest.fixture
 def configured(method):
-    """``method`` configured in verl with :data:`OPTIONS` (and :func:`hisr_models`); its config;
-    defaults restored after."""
+    """verl's ``algorithm`` config (a dict) selecting ``method`` with :data:`OPTIONS` (and
+    :func:`hisr_models`, objects: a Python caller's config may hold them) under ``agentenvs``."""
     extra = hisr_models() if method == "hisr" else {}
-    config = ours.configure(method, **OPTIONS.get(method, {}), **extra)
-    yield config
-    ours.configure(method)
+    options = make_config(method, **OPTIONS.get(method, {}), **extra)
+    return {"adv_estimator": f"agentenvs_{method}", "agentenvs": options}
 
 
 def random_groups(rng: np.random.Generator, n_groups: int) -> list[list[Trajectory]]:
@@ -143,12 +142,12 @@ def test_estimators_equal_our_step_advantages_on_500_groups(method, configured):
         data = as_data_proto(trajectories, rng)
         ours.attach_step_uids(data)
         order = _source_rows(data, trajectories)
-        want = expected_tokens(groups, method, data, order, configured)
+        want = expected_tokens(groups, method, data, order, configured["agentenvs"])
         adv, returns = fn(
             token_level_rewards=data.batch["token_level_rewards"],
             response_mask=data.batch["response_mask"],
             index=data.non_tensor_batch["uid"],
-            config=AlgoConfig(),
+            config=configured,
         )
         assert adv.shape == data.batch["response_mask"].shape and adv.dtype == torch.float32
         assert torch.equal(adv, returns)
@@ -176,7 +175,7 @@ def test_verl_compute_advantage_dispatch_runs_ours(method, configured):
     trajectories = [t for g in random_groups(rng, 4) for t in g]
     data = ours.attach_step_uids(as_data_proto(trajectories, rng))
     name = f"agentenvs_{method}"
-    out = compute_advantage(data, adv_estimator=name, config=AlgoConfig(adv_estimator=name))
+    out = compute_advantage(data, adv_estimator=name, config=configured)
     adv = out.batch["advantages"]
     assert adv.shape == out.batch["response_mask"].shape
     assert torch.isfinite(adv).all() and adv.abs().sum() > 0
@@ -225,7 +224,11 @@ def test_step_uids_survive_pickle_and_group_like_their_uid():
     assert isinstance(back, ours.StepUid) and {back: 1}["g1"] == 1
 
 
-def test_configure_changes_what_verl_runs():
+def test_options_come_from_verls_algorithm_config():
+    """``algorithm.agentenvs`` (a DictConfig, as verl's trainers pass it) changes what runs; the
+    defaults stay the defaults; an unknown option is an error naming the method's options."""
+    from omegaconf import OmegaConf
+
     rng = np.random.default_rng(3)
     trajectories = [t for g in random_groups(rng, 6) for t in g]
     data = ours.attach_step_uids(as_data_proto(trajectories, rng))
@@ -235,14 +238,26 @@ def test_configure_changes_what_verl_runs():
         response_mask=data.batch["response_mask"],
         index=data.non_tensor_batch["uid"],
     )
-    default = fn(**kwargs)[0]
-    try:
-        ours.configure("graphgpo", distance_discount=0.9)
-        changed = fn(**kwargs)[0]
-    finally:
-        ours.configure("graphgpo")
-    assert not torch.allclose(default, changed)
+    default = fn(**kwargs, config=AlgoConfig())[0]
+    algorithm = OmegaConf.create({"adv_estimator": "agentenvs_graphgpo"})
+    assert torch.equal(fn(**kwargs, config=algorithm)[0], default)
+    algorithm.agentenvs = {"distance_discount": 0.9}
+    assert not torch.allclose(fn(**kwargs, config=algorithm)[0], default)
+    assert ours.method_config("graphgpo", algorithm).distance_discount == 0.9
     assert METHODS["graphgpo"].config().distance_discount == 0.1
+    algorithm.agentenvs = {"distance_discunt": 0.9}
+    with pytest.raises(ValueError, match="has no option 'distance_discunt'; its options: "):
+        fn(**kwargs, config=algorithm)
+
+
+def test_online_state_persists_across_calls_with_the_same_options():
+    """One config object per (method, options) in a process: SPA's online estimator keeps
+    training from one training step to the next."""
+    from omegaconf import OmegaConf
+
+    algorithm = OmegaConf.create({"agentenvs": {"contribution_source": "mean"}})
+    assert ours.method_config("spa", algorithm) is ours.method_config("spa", algorithm)
+    assert ours.method_config("spa") is not ours.method_config("spa", algorithm)
 
 
 def test_docs_snippet_runs(capsys):
@@ -256,37 +271,3 @@ def test_docs_snippet_runs(capsys):
     (code,) = re.findall(r"```python\n(.*?)```", verl, flags=re.S)
     exec(compile(code, "docs/integrations.md", "exec"), {"__name__": "__doc__"})
     assert "tensor([" in capsys.readouterr().out
-
-
-def test_docs_config_snippet_selects_ours_through_verls_config():
-    """The yaml block of docs/integrations.md, merged into verl's own ``ppo_trainer`` config
-    (composed by Hydra from verl's config directory, as verl's entry point does), gives an
-    ``AlgoConfig`` (verl's ``omega_conf_to_dataclass``) whose ``adv_estimator`` verl resolves to
-    our estimator, and verl's ``compute_advantage`` run with that config gives our values."""
-    import re
-    from pathlib import Path
-
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-    from verl.trainer.ppo.ray_trainer import compute_advantage
-    from verl.utils import omega_conf_to_dataclass
-
-    doc = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
-    (snippet,) = re.findall(r"```yaml\n(.*?)```", doc.read_text(encoding="utf-8"), flags=re.S)
-    config_dir = Path(verl.__file__).parent / "trainer" / "config"
-    with initialize_config_dir(str(config_dir), version_base=None):
-        cfg = compose("ppo_trainer")
-    OmegaConf.set_struct(cfg, False)  # verl-agent's config adds its env section; verl's has none
-    cfg = OmegaConf.merge(cfg, OmegaConf.create(snippet))
-    algo = omega_conf_to_dataclass(cfg.algorithm)
-    assert isinstance(algo, AlgoConfig) and cfg.env.rollout.n == 8
-    method = algo.adv_estimator.removeprefix(ours.PREFIX)
-    assert get_adv_estimator_fn(algo.adv_estimator) is ADV_ESTIMATOR_REGISTRY[algo.adv_estimator]
-    assert get_adv_estimator_fn(algo.adv_estimator).__name__ == f"agentenvs_{method}"
-    rng = np.random.default_rng(4)
-    groups = random_groups(rng, 5)
-    trajectories = [t for g in groups for t in g]
-    data = ours.attach_step_uids(as_data_proto(trajectories, rng))
-    out = compute_advantage(data, adv_estimator=algo.adv_estimator, config=algo)
-    want = expected_tokens(groups, method, data, _source_rows(data, trajectories))
-    assert float((out.batch["advantages"].double() - want).abs().max()) <= 1e-6
