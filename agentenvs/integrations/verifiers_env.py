@@ -7,16 +7,21 @@ module through its ``load_environment(**kwargs)``: ``vf.load_environment(
 :func:`load_environment` here, which returns an :class:`AgentEnv`:
 
 * **Dataset.** One row per task id of ``split`` (``env.unwrapped.tasks.ids(split)``, the first
-  ``num_examples`` when set): ``info = {"task_id": ...}`` and ``question`` the task id, the row's
-  placeholder prompt (an env's first observation exists only after its reset). The eval dataset is
-  ``eval_split`` the same way, where the env has that split.
-* **One env per rollout.** ``setup_state`` makes a fresh ``gymnasium.make(gym_id, **env_kwargs)``,
+  ``num_examples``: :func:`load_environment` takes 1,024 by default, -1 for all): ``info =
+  {"task_id": ...}`` and ``question`` the task id, the row's placeholder prompt (an env's first
+  observation exists only after its reset). The eval dataset is ``eval_split`` the same way
+  (``num_eval_examples``, 64 by default), where the env has that split.
+* **One env per rollout.** ``setup_state`` makes a fresh ``gymnasium.make(gym_id, **env_kwargs)``
+  (or, with ``url``, a session of the env ``agentenvs serve --prompt STYLE`` serves there),
   resets it on the row's task and replaces the rollout's prompt by the env's own
-  (``agent_prompt(style)``): its example turns, then the user turn rendered from the first
-  observation. A cleanup handler closes the env when the rollout ends, however it ends.
+  (``agent_prompt(style)``; over the network the server's, the same chat): its example turns,
+  then the user turn rendered from the first observation. A cleanup handler closes the env when
+  the rollout ends, however it ends.
 * **Turns.** ``env_response`` sends the text of the model's last message to ``env.step`` unchanged
   (the env parses ``<think>..</think><action>..</action>``; anything else gets the env's
-  invalid-action observation) and answers with the next rendered user turn. The step's reward goes
+  invalid-action observation) and answers with the next rendered user turn. An empty model reply
+  (verifiers' clients raise ``EmptyModelResponseError`` for it) is sent as ``""``: an invalid
+  action with the env's usual penalty, the rollout goes on. The step's reward goes
   to the trajectory step's ``reward``, its ``info`` to ``extras["info"]``. When the env terminates
   or truncates, that turn is the rollout's ``final_env_response`` and the rollout stops. Env calls
   run in a worker thread (``asyncio.to_thread``), so concurrent rollouts do not block each other.
@@ -34,6 +39,7 @@ history by default (``history_length=0``). This module holds :func:`load_environ
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -128,6 +134,9 @@ class AgentEnv(vf.MultiTurnEnv):
         num_examples, num_eval_examples: the first this many task ids of each split (-1: all).
         style, history_length: the env's prompt (``agent_prompt(style, history_length)``).
         reward: ``"return"`` or ``"won"`` (:class:`EpisodeRubric`).
+        url, token: play each rollout on the env ``agentenvs serve`` serves at ``url`` (its
+            ``--prompt`` and ``--prompt-history`` must be ``style`` and ``history_length``; its
+            kwargs are the server's: ``env_kwargs`` only reach the local env listing the tasks).
         **kwargs: ``vf.MultiTurnEnv``'s own (``max_turns``, ``timeout_seconds``, ...).
     """
 
@@ -143,9 +152,11 @@ class AgentEnv(vf.MultiTurnEnv):
         style: str = "reference",
         history_length: int | None = 0,
         reward: str = "return",
+        url: str | None = None,
+        token: str | None = None,
         **kwargs: Any,
     ) -> None:
-        self.gym_id = gym_id
+        self.gym_id, self.url, self.token = gym_id, url, token
         self.env_kwargs = dict(env_kwargs or {})
         self.style, self.history_length = style, history_length
         rubric = kwargs.pop("rubric", None) or EpisodeRubric(reward)  # a bad reward fails first
@@ -165,9 +176,16 @@ class AgentEnv(vf.MultiTurnEnv):
             **kwargs,
         )
 
+    def _make_env(self) -> gym.Env:
+        if self.url is None:
+            return gym.make(self.gym_id, **self.env_kwargs)
+        from agentenvs.serve import make_remote
+
+        return make_remote(self.url, token=self.token)
+
     async def setup_state(self, state: vf.State) -> vf.State:
         """Make and reset this rollout's env on the row's task; set the prompt to the env's."""
-        env = await asyncio.to_thread(gym.make, self.gym_id, **self.env_kwargs)
+        env = await asyncio.to_thread(self._make_env)
         prompt = agent_prompt_for(env, self.style, self.history_length)
         episode = _Episode(env, prompt)
         state[_EPISODE] = episode  # before the reset, so cleanup closes it if the reset fails
@@ -180,6 +198,22 @@ class AgentEnv(vf.MultiTurnEnv):
             prompt.messages(episode.memory, episode.observation, episode.info)
         )
         return state
+
+    async def get_model_response(
+        self, state: vf.State, prompt: vf.Messages, *args: Any, **kwargs: Any
+    ) -> vf.Response:
+        """verifiers' model call; an empty reply (``EmptyModelResponseError``) becomes an empty
+        assistant message, which the env then scores as an invalid action."""
+        try:
+            return await super().get_model_response(state, prompt, *args, **kwargs)
+        except vf.EmptyModelResponseError:
+            message = vf.ResponseMessage(content="", finish_reason="stop", is_truncated=False)
+            return vf.Response(
+                id="agentenvs-empty",
+                created=int(time.time()),
+                model=state["model"],
+                message=message,
+            )
 
     async def env_response(
         self, messages: vf.Messages, state: vf.State, **kwargs: Any
@@ -227,10 +261,19 @@ def _task_dataset(ids: Any, n: int) -> Dataset:
     return Dataset.from_dict({"question": ids, "info": [{"task_id": i} for i in ids]})
 
 
-def load_environment(gym_id: str = "agentenvs/Sokoban-v0", **kwargs: Any) -> AgentEnv:
-    """verifiers' entry point: :class:`AgentEnv` ``(gym_id, **kwargs)``.
+def load_environment(
+    gym_id: str = "agentenvs/Sokoban-v0",
+    num_examples: int = 1024,
+    num_eval_examples: int = 64,
+    **kwargs: Any,
+) -> AgentEnv:
+    """verifiers' entry point: :class:`AgentEnv` ``(gym_id, num_examples=..., **kwargs)``, on
+    the first ``num_examples`` train and ``num_eval_examples`` test tasks (-1: every task of the
+    split; Sokoban's hold 65,535, which verifiers formats in seconds).
 
     (The argument is ``gym_id``, not ``env_id``: ``vf.load_environment`` takes ``env_id`` for
     the module's name.)
     """
-    return AgentEnv(gym_id, **kwargs)
+    return AgentEnv(
+        gym_id, num_examples=num_examples, num_eval_examples=num_eval_examples, **kwargs
+    )

@@ -4,7 +4,10 @@ adapters to other frameworks are in :mod:`agentenvs.integrations`.
 :mod:`agentenvs.serve.openenv` holds the server (``create_server_app``, :func:`serve`) and the
 client (:func:`make_remote`, a ``gymnasium.Env``); both import the ``openenv`` package, so this
 package imports nothing until one of them is used. :mod:`agentenvs.serve.sessions` binds
-sessions to their creators, :mod:`agentenvs.serve.guard` holds the server's limits.
+sessions to their creators, :mod:`agentenvs.serve.guard` holds the server's limits,
+:mod:`agentenvs.serve.prompt` the agent prompt on the wire (``--prompt STYLE``) and
+:mod:`agentenvs.serve.cli` the ``agentenvs serve`` command. ``deploy/openenv`` holds the
+packages OpenEnv's ``AutoEnv`` discovers and the server's container build file.
 """
 
 from __future__ import annotations

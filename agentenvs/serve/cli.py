@@ -1,15 +1,20 @@
 """``agentenvs serve ENV_ID``: serve a registered env over OpenEnv's protocol (extra ``openenv``).
 
 The subcommand module of the command line (``add_parser``, ``run``), kept here beside the
-server so the command line's own package only names it.
+server so the command line's own package only names it. The env's options (``--env-kwargs``,
+``--prompt``) are the operator's, fixed for every session; they are checked, and a bad one is a
+one-line error (exit status 2), before the server binds its port; the command prints them at
+start.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import sys
 
+from agentenvs.cli.errors import parse_env_kwargs
 from agentenvs.serve import TOKEN_ENV
 
 __all__ = ["add_parser", "run"]
@@ -25,6 +30,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "docs/integrations.md.",
     )
     p.add_argument("env_id", metavar="ENV_ID", help="a registered id, e.g. agentenvs/Sokoban-v0")
+    p.add_argument(
+        "--env-kwargs",
+        default=None,
+        metavar="JSON",
+        help='JSON options for gym.make of every session, e.g. \'{"action_format": "plain"}\'',
+    )
+    p.add_argument(
+        "--prompt",
+        choices=("reference", "compact"),
+        default=None,
+        help="send the env's agent prompt in this style in metadata['prompt'] (default: none)",
+    )
+    p.add_argument(
+        "--prompt-history",
+        type=int,
+        default=None,
+        metavar="N",
+        help="past steps the prompt's turns show (default: the prompt's own; 0 for chats)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     p.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
     p.add_argument(
@@ -78,17 +102,12 @@ def run(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("openenv") is None:
         print("agentenvs serve needs OpenEnv: pip install 'agentenvs[openenv]'", file=sys.stderr)
         return 2
-    import gymnasium as gym
-
-    import agentenvs  # noqa: F401  (registers the envs)
+    from agentenvs.cli.errors import check_env_id
     from agentenvs.serve.guard import Limits
-    from agentenvs.serve.openenv import serve
+    from agentenvs.serve.openenv import make_server, run_server
 
-    try:
-        gym.spec(args.env_id)
-    except gym.error.Error as exc:
-        print(f"agentenvs serve: {exc}", file=sys.stderr)
-        return 2
+    check_env_id(args.env_id)
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
     try:
         limits = Limits.from_env(
             token=args.token,
@@ -98,16 +117,28 @@ def run(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             max_requests_per_second_per_client=args.max_requests_per_second_per_client or None,
         )
-    except ValueError as exc:
-        print(f"agentenvs serve: {exc}", file=sys.stderr)
+        server = make_server(
+            args.env_id,
+            host=args.host,
+            port=args.port,
+            max_sessions=args.max_sessions,
+            limits=limits,
+            privileged=args.privileged,
+            prompt=args.prompt,
+            prompt_history_length=args.prompt_history,
+            env_kwargs=env_kwargs,
+        )
+    except (TypeError, ValueError) as exc:
+        print(f"agentenvs serve: error: {exc}", file=sys.stderr)
         return 2
-    print(f"serving {args.env_id} on http://{args.host}:{args.port}", flush=True)
-    serve(
-        args.env_id,
-        host=args.host,
-        port=args.port,
-        max_sessions=args.max_sessions,
-        limits=limits,
-        privileged=args.privileged,
+    prompt = "none" if args.prompt is None else args.prompt
+    if args.prompt is not None and args.prompt_history is not None:
+        prompt += f" (history {args.prompt_history})"
+    print(
+        f"serving {args.env_id} on http://{args.host}:{args.port}; env kwargs "
+        f"{json.dumps(env_kwargs)}; prompt {prompt}; max sessions {args.max_sessions}; "
+        f"token {'set' if limits.token else 'none'}; privileged {args.privileged}",
+        flush=True,
     )
+    run_server(server)
     return 0

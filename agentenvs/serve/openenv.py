@@ -13,12 +13,16 @@ Wire types: :class:`TextAction` (``action``: the text the agent sends) and
 our ``info`` (``state_key``, ``task_id``, ``won``, ``action_valid``, ...; ``progress`` only with
 ``privileged=True``: it is the env's privileged task progress) encoded exactly
 (:func:`agentenvs.core.encode`: tuples, bytes, arrays survive), plus ``terminated`` and
-``truncated``. Any OpenEnv client can play it (``GenericEnvClient``: ``step({"action": ...})``).
+``truncated``; with ``prompt=STYLE``, ``metadata["prompt"]`` carries the env's agent prompt
+(:mod:`agentenvs.serve.prompt`: its instructions at each reset, the next user turn at each step).
+Any OpenEnv client can play it (``GenericEnvClient``: ``step({"action": ...})``).
 
 :class:`AgentEnvClient` is the typed OpenEnv ``EnvClient``; :class:`RemoteEnv` (what
 :func:`make_remote` returns) turns it into a ``gymnasium.Env`` with the env's own ``reset`` /
-``step`` results, so the credit wrappers work across the network. :func:`serve_in_subprocess`
-runs a server in a child process for as long as a ``with`` block lasts.
+``step`` results, so the credit wrappers work across the network, and whose ``agent_prompt``
+is the server's prompt (so a learner, SkyRL-gym or verifiers shows a remote policy what a local
+one sees). :func:`serve_in_subprocess` runs a server in a child process for as long as a
+``with`` block lasts.
 """
 
 from __future__ import annotations
@@ -42,8 +46,10 @@ from openenv.core.env_server import Action, Environment, Observation, State
 from openenv.core.env_server.types import ConcurrencyConfig, EnvironmentMetadata
 
 from agentenvs import __version__
+from agentenvs.core.prompting import agent_prompt_for, check_prompt_style
 from agentenvs.core.trajectory import decode, encode
 from agentenvs.serve.guard import Guard, Limits, guarded_h11
+from agentenvs.serve.prompt import EpisodePrompt, WirePrompt
 from agentenvs.serve.sessions import SessionServer
 
 __all__ = [
@@ -53,6 +59,8 @@ __all__ = [
     "create_server_app",
     "make_server",
     "SWITCH_INTERVAL_S",
+    "check_env_options",
+    "run_server",
     "serve",
     "serve_in_subprocess",
     "AgentEnvClient",
@@ -78,15 +86,29 @@ class TextObservation(Observation):
 
 class GymEnvironment(Environment[TextAction, TextObservation, State]):
     """One ``gymnasium.make(env_id, **make_kwargs)`` as an OpenEnv ``Environment``, made at the
-    first :meth:`reset` (so building one, as OpenEnv does for some requests, costs nothing)."""
+    first :meth:`reset` (so building one, as OpenEnv does for some requests, costs nothing).
+
+    ``prompt``: a prompt style (``"reference"``, ``"compact"``) to send the env's
+    ``agent_prompt(prompt, prompt_history_length)`` in ``metadata["prompt"]`` (``None``: none;
+    ``prompt_history_length=None``: the prompt's default history)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, env_id: str, privileged: bool = False, **make_kwargs: Any) -> None:
+    def __init__(
+        self,
+        env_id: str,
+        privileged: bool = False,
+        prompt: str | None = None,
+        prompt_history_length: int | None = None,
+        **make_kwargs: Any,
+    ) -> None:
         super().__init__()
         self.env_id, self.make_kwargs = env_id, make_kwargs
         self.env: gym.Env | None = None
         self.privileged = privileged
+        self.prompt_style = None if prompt is None else check_prompt_style(prompt)
+        self.prompt_history_length = prompt_history_length
+        self.prompt: EpisodePrompt | None = None
         self._state = State(episode_id=None, step_count=0)
 
     def _observation(
@@ -102,9 +124,15 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
         """``env.reset(seed=seed, options=kwargs.get("options"))``."""
         if self.env is None:
             self.env = gym.make(self.env_id, **self.make_kwargs)
+            if self.prompt_style is not None:
+                style, length = self.prompt_style, self.prompt_history_length
+                self.prompt = EpisodePrompt(agent_prompt_for(self.env, style, length), style)
         obs, info = self.env.reset(seed=seed, options=kwargs.get("options"))
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
-        return self._observation(obs, info, None, False, terminated=False, truncated=False)
+        observation = self._observation(obs, info, None, False, terminated=False, truncated=False)
+        if self.prompt is not None:
+            observation.metadata["prompt"] = self.prompt.first(obs, info)
+        return observation
 
     def step(
         self, action: TextAction, timeout_s: float | None = None, **kwargs: Any
@@ -116,9 +144,12 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
         obs, reward, terminated, truncated, info = self.env.step(action.action)
         self._state.step_count += 1
         done = bool(terminated or truncated)
-        return self._observation(
+        observation = self._observation(
             obs, info, float(reward), done, terminated=bool(terminated), truncated=bool(truncated)
         )
+        if self.prompt is not None:
+            observation.metadata["prompt"] = self.prompt.next(action.action, obs, info)
+        return observation
 
     @property
     def state(self) -> State:
@@ -129,22 +160,58 @@ class GymEnvironment(Environment[TextAction, TextObservation, State]):
             self.env.close()
 
 
+def check_env_options(
+    env_id: str,
+    prompt: str | None = None,
+    prompt_history_length: int | None = None,
+    **make_kwargs: Any,
+) -> None:
+    """Make (and close) ``gym.make(env_id, **make_kwargs)`` once, and check the prompt options:
+    a bad id, keyword, value or style raises a one-line ``ValueError`` (what the server would
+    otherwise meet at its first session)."""
+    gym.spec(env_id)  # an unknown id: gymnasium's own error
+    if prompt is not None:
+        check_prompt_style(prompt)
+    if prompt_history_length is not None and prompt_history_length < 0:
+        raise ValueError(f"prompt_history_length must be >= 0, not {prompt_history_length}")
+    try:
+        gym.make(env_id, **make_kwargs).close()
+    except Exception as err:  # noqa: BLE001 - any refusal of the operator's options
+        detail = " ".join(f"{type(err).__name__}: {err}".split())
+        raise ValueError(f"{env_id} refuses env kwargs {make_kwargs}: {detail}") from None
+
+
 def create_server_app(
     env_id: str,
     max_sessions: int = 16,
     privileged: bool = False,
     limits: Limits | None = None,
+    prompt: str | None = None,
+    prompt_history_length: int | None = None,
+    env_kwargs: dict[str, Any] | None = None,
     **make_kwargs: Any,
 ) -> Guard:
     """The ASGI app serving ``env_id``: OpenEnv's routes with :class:`SessionServer`'s session
-    binding (``.app.state.sessions``), behind a :class:`~agentenvs.serve.guard.Guard`; at most ``max_sessions`` sessions
-    at once (another is refused with OpenEnv's capacity error). ``limits`` defaults to
-    ``Limits.from_env()`` (the token from ``$AGENTENVS_SERVE_TOKEN``)."""
-    gym.spec(env_id)  # unknown ids fail here, not in the first session
+    binding (``.app.state.sessions``), behind a :class:`~agentenvs.serve.guard.Guard`; at most
+    ``max_sessions`` sessions at once (another is refused with OpenEnv's capacity error).
+    ``limits`` defaults to ``Limits.from_env()`` (the token from ``$AGENTENVS_SERVE_TOKEN``).
+    ``prompt``, ``prompt_history_length``: :class:`GymEnvironment`'s; ``env_kwargs`` and
+    ``make_kwargs`` (on top): every session's ``gym.make`` keyword arguments (the operator's: no
+    client can set them), checked first by :func:`check_env_options`."""
+    make_kwargs = {**(env_kwargs or {}), **make_kwargs}
+    check_env_options(env_id, prompt, prompt_history_length, **make_kwargs)
     limits = Limits.from_env() if limits is None else limits
     app = FastAPI(title=f"agentenvs: {env_id} over OpenEnv", version=__version__)
+    factory = functools.partial(
+        GymEnvironment,
+        env_id,
+        privileged=privileged,
+        prompt=prompt,
+        prompt_history_length=prompt_history_length,
+        **make_kwargs,
+    )
     server = SessionServer(
-        functools.partial(GymEnvironment, env_id, privileged=privileged, **make_kwargs),
+        factory,
         TextAction,
         TextObservation,
         concurrency_config=ConcurrencyConfig(
@@ -193,13 +260,19 @@ def make_server(
 SWITCH_INTERVAL_S = 0.001
 
 
+def run_server(server: Any) -> None:
+    """Run a :func:`make_server` server until interrupted, with the process's GIL switch
+    interval at :data:`SWITCH_INTERVAL_S`."""
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    server.run()
+
+
 def serve(
     env_id: str, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 16, **kwargs: Any
 ) -> None:
-    """Serve ``env_id`` (:func:`make_server`) on ``host:port`` until interrupted, with the
-    process's GIL switch interval at :data:`SWITCH_INTERVAL_S`."""
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
-    make_server(env_id, host, port, max_sessions, **kwargs).run()
+    """Serve ``env_id`` (:func:`make_server`; ``kwargs``: its and :func:`create_server_app`'s)
+    on ``host:port`` until interrupted (:func:`run_server`)."""
+    run_server(make_server(env_id, host, port, max_sessions, **kwargs))
 
 
 @contextmanager
@@ -238,7 +311,12 @@ def serve_in_subprocess(
 
 
 class AgentEnvClient(EnvClient[TextAction, TextObservation, State]):
-    """OpenEnv's WebSocket client, typed for :class:`GymEnvironment`."""
+    """OpenEnv's WebSocket client, typed for :class:`GymEnvironment`: ``reset(seed=...,
+    options=...)`` and ``step(TextAction(action=...))`` give ``StepResult[TextObservation]``
+    (``.observation.text``, ``.observation.metadata``: ``info`` encoded, ``terminated``,
+    ``truncated``, ``prompt``), ``state()`` OpenEnv's ``State``. Async by default; ``.sync()``
+    for a blocking one. ``AutoEnv.from_env("agentenvs-sokoban", ...)`` returns one (a subclass
+    per env, from the ``openenv-agentenvs-*`` packages)."""
 
     def _step_payload(self, action: TextAction) -> dict[str, Any]:
         return action.model_dump(exclude={"metadata"})
@@ -261,7 +339,11 @@ class RemoteEnv(gym.Env):
     """A ``gymnasium.Env`` whose ``reset`` / ``step`` run on an OpenEnv server of ours (one
     session, opened on construction, closed by :meth:`close`). Observations are text; ``info``
     is the served env's, decoded exactly. ``token``: the server's shared secret (sent as
-    ``Authorization: Bearer``); ``client_kwargs``: OpenEnv's ``EnvClient``'s."""
+    ``Authorization: Bearer``); ``client_kwargs``: OpenEnv's ``EnvClient``'s.
+
+    :meth:`agent_prompt` is the server's prompt (``agentenvs serve --prompt STYLE``), a
+    :class:`~agentenvs.serve.prompt.WirePrompt` updated by every ``reset`` and ``step``, so
+    ``agent_prompt_for(env)`` over the network gives the chat a local env gives."""
 
     metadata = {"render_modes": []}
 
@@ -271,13 +353,39 @@ class RemoteEnv(gym.Env):
             client_kwargs["headers"] = {**headers, "Authorization": f"Bearer {token}"}
         self.client = AgentEnvClient(base_url=url, **client_kwargs).sync()
         self.client.connect()
+        self.url = url
+        self.prompt = WirePrompt()
+        self._asked: tuple[str, int | None] | None = None  # agent_prompt's style and history
         self.observation_space = gym.spaces.Text(1 << 20)
         self.action_space = gym.spaces.Text(1 << 20)
 
-    @staticmethod
-    def _unpack(result: StepResult[TextObservation]) -> tuple[str, dict, dict]:
+    def _unpack(self, result: StepResult[TextObservation]) -> tuple[str, dict, dict]:
         meta = result.observation.metadata
+        self.prompt.load(meta.get("prompt"))
+        self._check_prompt()
         return result.observation.text, decode(meta.get("info", {})), meta
+
+    def _check_prompt(self) -> None:
+        p = self.prompt
+        if self._asked is None or p.turn is None:
+            return
+        style, history_length = self._asked
+        if style != p.style or history_length not in (None, p.history_length):
+            raise ValueError(
+                f"the server at {self.url} renders the {p.style!r} prompt with history "
+                f"{p.history_length}; asked for {style!r} with history {history_length} (serve "
+                "it with --prompt STYLE --prompt-history N)"
+            )
+
+    def agent_prompt(
+        self, style: str = "reference", history_length: int | None = None
+    ) -> WirePrompt:
+        """The server's prompt (:class:`~agentenvs.serve.prompt.WirePrompt`); a ``style`` or
+        ``history_length`` (``None``: any) other than the server's raises ``ValueError``, here
+        or at the next reset."""
+        self._asked = (check_prompt_style(style), history_length)
+        self._check_prompt()
+        return self.prompt
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         super().reset(seed=seed)

@@ -212,3 +212,100 @@ def test_load_environment_through_verifiers_loader_and_bad_arguments():
     bad = {**row, "info": {"task_id": "not-a-task"}}
     with pytest.raises(Exception, match="not-a-task"):
         asyncio.run(env.rollout(bad, ScriptedClient({"not-a-task": []}), "scripted"))
+
+
+class ChatCompletionsScript(vf.OpenAIChatCompletionsClient):
+    """verifiers' real OpenAI Chat Completions client (its response checks and parsing), fed
+    OpenAI ``ChatCompletion`` objects from a script instead of an API: ``None`` is a reply with
+    empty content, which the client refuses with ``EmptyModelResponseError``."""
+
+    def __init__(self, script: list[str | None]) -> None:
+        super().__init__(None)
+        self.script = script
+
+    async def get_native_response(self, prompt, model, sampling_args, tools=None, **kwargs):
+        from openai.types.chat import ChatCompletion
+
+        text = self.script[len(kwargs["state"]["trajectory"])]
+        choice = {"index": 0, "finish_reason": "stop",
+                  "message": {"role": "assistant", "content": text or ""}}  # fmt: skip
+        return ChatCompletion.model_validate(
+            {
+                "id": "s",
+                "created": 0,
+                "model": model,
+                "object": "chat.completion",
+                "choices": [choice],
+            }  # fmt: skip
+        )
+
+    async def close(self) -> None:
+        return None
+
+
+def test_an_empty_model_reply_is_an_invalid_action_not_an_abort():
+    """An empty reply, which verifiers' own chat client raises ``EmptyModelResponseError`` for,
+    is sent to the env as ``""``: its invalid-action observation and penalty, and the rollout
+    goes on to win with the solver's moves; the reward is the in-process return."""
+    with pytest.raises(vf.EmptyModelResponseError):  # what verifiers' client does with it
+        asyncio.run(ChatCompletionsScript([None]).get_response(
+            [vf.UserMessage(content="hi")], "m", {}, state={"trajectory": []}))  # fmt: skip
+    env = load_environment(ENV, num_examples=1, eval_split=None)
+    row = env.get_dataset()[0]
+    script = script_for("seed-0", np.random.default_rng(0), gym.make(ENV).unwrapped.max_steps)
+    script[1] = None  # the reply after the first move is empty
+    state = asyncio.run(env.rollout(row, ChatCompletionsScript(script), "scripted"))
+    ref = play_in_process("seed-0", script)
+    assert state["error"] is None and state["won"] and ref["won"]
+    infos = [step["extras"]["info"] for step in state["trajectory"]]
+    assert infos == ref["infos"] and not infos[1]["action_valid"]
+    assert [step["reward"] for step in state["trajectory"]] == ref["rewards"]
+    assert ref["rewards"][1] < 0  # the usual invalid-action penalty
+    assert state["episode_return"] == pytest.approx(sum(ref["rewards"]))
+
+
+def test_load_environment_takes_a_task_count():
+    """``load_environment`` lists 1,024 train and 64 test tasks by default (not all 65,535 of
+    each split), ``num_examples`` and ``num_eval_examples`` set them, -1 is the whole split."""
+    import time
+
+    start = time.perf_counter()
+    env = load_environment(ENV)
+    assert time.perf_counter() - start < 3.0
+    assert len(env.get_dataset()) == 1024 and len(env.get_eval_dataset()) == 64
+    env = load_environment(ENV, num_examples=5, num_eval_examples=2)
+    assert len(env.get_dataset()) == 5 and len(env.get_eval_dataset()) == 2
+
+
+def test_over_the_network_the_prompt_and_turns_equal_in_process():
+    """``url=``: each rollout plays a session of ``agentenvs serve --prompt reference
+    --prompt-history 0``; verifiers' prompt, every user turn and every step equal the
+    in-process env's (the server sends its prompt, so the remote policy sees the local chat)."""
+    pytest.importorskip("openenv")
+    from agentenvs.serve.openenv import serve_in_subprocess
+
+    tasks = ["seed-0", "seed-1", "seed-2"]
+    max_steps = gym.make(ENV).unwrapped.max_steps
+    rng = np.random.default_rng(1)
+    scripts = {task: script_for(task, rng, max_steps) for task in tasks}
+    with serve_in_subprocess(ENV, timeout=60, prompt="reference", prompt_history_length=0) as (
+        url,
+        _,
+    ):
+        env = load_environment(ENV, num_examples=3, eval_split=None, url=url)
+        results = asyncio.run(
+            env.generate(
+                env.get_dataset(), ScriptedClient(scripts), "scripted", state_columns=COLUMNS
+            )
+        )
+    for out in results["outputs"]:
+        task = out["info"]["task_id"]
+        ref = play_in_process(task, scripts[task])
+        assert out["error"] is None
+        assert contents(out["prompt"]) == [("user", ref["turns"][0])]
+        users = [m["content"] for m in out["completion"] if m["role"] == "user"]
+        assert users == ref["turns"][1:]
+        assert [step["extras"]["info"] for step in out["trajectory"]] == [
+            {k: v for k, v in info.items() if k != "progress"} for info in ref["infos"]
+        ]
+        assert out["reward"] == pytest.approx(sum(ref["rewards"]))

@@ -290,11 +290,14 @@ def test_huge_bodies_and_messages_are_refused_unread():
 
 def test_metadata_state_and_other_routes_build_no_env(monkeypatch):
     """``/metadata``, ``/state``, ``/schema``, ``/health``, the task routes and MCP
-    ``tools/list`` build no env (``GymEnvironment`` makes its env only at a reset)."""
+    ``tools/list`` build no env (``GymEnvironment`` makes its env only at a reset; the server
+    makes one at its start, to check the env's options)."""
     made = []
     make = gym.make
     monkeypatch.setattr(gym, "make", lambda *a, **k: made.append(a) or make(*a, **k))
     with serving() as (url, _):
+        assert made == [(ENV,)]  # the options' check, before the server listens
+        made.clear()
         with httpx.Client(base_url=url, timeout=10) as client:
             started = time.monotonic()
             for _ in range(25):
