@@ -1,19 +1,26 @@
-"""Cost of the reach adapters, each as a ratio against our native path measured in the same run.
+"""Cost of the reach adapters, each as a ratio to a baseline measured in the same run.
 
 Usage (in the reach venv, scripts/test_reach.sh: it needs verl and openenv)::
 
-    PYTHONPATH=. .reach-venv/bin/python benchmarks/reach.py [--steps 100000] [--env-steps 2000]
+    PYTHONPATH=. .reach-venv/bin/python benchmarks/reach.py [--steps 100000] [--repeats 3] \\
+        [--env-steps 2000] [--sections verl openenv]
 
 Two markdown tables:
 
-1. **verl adapter vs native, per 1M steps.** Groups of :func:`benchmarks.credit.synthetic_batch`
-   (groups of 8 trajectories of 5-50 steps, recurring states) as
-   :func:`benchmarks.credit.trajectories` builds them. Native: ``assign_advantages(groups,
-   "graphgpo")`` (our wrappers' call, batch building included). verl: the same steps as one
-   ``DataProto`` (one row per step, 4 response tokens, the reward at the last one, the columns of
-   ``agentenvs.learners.verl.step_columns``: built before timing), then ``attach_step_uids`` and the
-   estimator ``get_adv_estimator_fn("agentenvs_graphgpo")``, each timed. Best of ``--repeats``
-   after a warm-up; the two must agree (the max difference is printed).
+1. **The verl path vs verl's own GRPO, per 1M steps.** Groups of
+   :func:`benchmarks.credit.synthetic_batch` (groups of 8 trajectories of 5-50 steps, recurring
+   states) as :func:`benchmarks.credit.trajectories` builds them, as one ``DataProto`` (one row per
+   step, 4 response tokens, the reward at the last one; the columns of
+   ``agentenvs.learners.verl.step_columns`` built before timing). The baseline is verl's own
+   estimator ``get_adv_estimator_fn("grpo")`` on the batch's plain uids. Ours, timed as one call
+   each: ``attach_step_uids`` then ``get_adv_estimator_fn("agentenvs_<m>")``, both with the same
+   ``token_level_rewards``, ``response_mask`` and ``AlgoConfig`` (estimator functions called
+   directly, as verl's ``compute_advantage`` calls them), for GRPO, GiGPO on verl-agent's columns
+   only (``uid``, ``traj_uid``, ``anchor_obs``, ``is_action_valid``, ``won``: step indexes and next
+   states derived from the row order), GraphGPO and RTMC; ``attach_step_uids`` alone; and our native
+   ``assign_advantages(groups, "graphgpo")`` (batch building included). The ratio is to verl's
+   GRPO, measured in the same run: rounds of one call each, interleaved, best of ``--repeats``
+   after a warm-up. GraphGPO through verl must agree with native (the max difference is printed).
 2. **OpenEnv round trip per step vs in-process.** For Sokoban (plain actions) and SearchQA (BM25
    searches, tagged answers): the server is ``agentenvs.serve.openenv.serve`` in a subprocess on
    127.0.0.1; the client ``agentenvs.make_remote``. The same seeded actions, invalid ones
@@ -30,7 +37,7 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +52,7 @@ from agentenvs.wrappers import assign_advantages
 import agentenvs
 from benchmarks.credit import synthetic_batch, trajectories
 
-__all__ = ["verl_section", "openenv_section", "main"]
+__all__ = ["VERL_AGENT_COLUMNS", "verl_section", "openenv_section", "main"]
 
 #: Env id, make kwargs and the actions drawn from (the last of each list is invalid).
 ENVS: dict[str, tuple[str, dict, list[str]]] = {
@@ -58,24 +65,39 @@ ENVS: dict[str, tuple[str, dict, list[str]]] = {
 }
 
 
-def _best(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Seconds of the fastest of ``repeats`` calls after one warm-up, and its result."""
-    out = fn()
-    best = float("inf")
+def _race(fns: Mapping[str, Callable[[], Any]], repeats: int) -> dict[str, tuple[float, Any]]:
+    """Per name, the seconds of the fastest of ``repeats`` calls and its result: one warm-up call
+    each, then ``repeats`` rounds calling each once (interleaved, so load on the machine hits all
+    alike), ``gc.collect()`` before every call."""
+    out = {name: (float("inf"), fn()) for name, fn in fns.items()}
     for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+        for name, fn in fns.items():
+            gc.collect()
+            start = time.perf_counter()
+            result = fn()
+            seconds = time.perf_counter() - start
+            if seconds < out[name][0]:
+                out[name] = (seconds, result)
+    return out
+
+
+#: verl-agent's names of the columns its rollout fills (``won`` added by the user), ours -> its.
+VERL_AGENT_COLUMNS = {
+    "uid": "uid",
+    "traj_uid": "traj_uid",
+    "state_key": "anchor_obs",
+    "action_valid": "is_action_valid",
+    "won": "won",
+}
 
 
 def verl_section(n_steps: int, repeats: int) -> None:
-    """Table 1: GraphGPO through verl's estimator registry vs our native call."""
+    """Table 1: our estimators through verl (``attach_step_uids`` included) vs verl's GRPO."""
     import agentenvs.learners.verl as credit
     import torch
     from tensordict import TensorDict
     from verl import DataProto
+    from verl.trainer.config import AlgoConfig
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     torch.set_num_threads(1)
@@ -87,37 +109,55 @@ def verl_section(n_steps: int, repeats: int) -> None:
     token_rewards = torch.zeros(n, 4)
     token_rewards[:, -1] = rewards
     columns = credit.step_columns(flat)
+    verl_agent = {theirs: columns[ours] for ours, theirs in VERL_AGENT_COLUMNS.items()}
     tensors = TensorDict({"response_mask": mask, "token_level_rewards": token_rewards}, [n])
-    estimator = get_adv_estimator_fn("agentenvs_graphgpo")
+    config = AlgoConfig()
+    plain_uids = columns["uid"].copy()
+
+    def verl_grpo() -> Any:
+        return get_adv_estimator_fn("grpo")(
+            token_level_rewards=token_rewards, response_mask=mask, index=plain_uids, config=config
+        )[0]
+
+    def ours(method: str, cols: Mapping[str, np.ndarray]) -> Callable[[], np.ndarray]:
+        def run() -> np.ndarray:
+            data = DataProto(batch=tensors, non_tensor_batch=dict(cols))
+            credit.attach_step_uids(data)
+            adv, _ = get_adv_estimator_fn(f"agentenvs_{method}")(
+                token_level_rewards=token_rewards,
+                response_mask=mask,
+                index=data.non_tensor_batch["uid"],
+                config=config,
+            )
+            return adv[:, 0].double().numpy()
+
+        return run
 
     def native() -> np.ndarray:
         assign_advantages(groups, "graphgpo")
         return np.array([s.advantage for t in flat for s in t.steps])
 
-    def attach() -> DataProto:
-        data = DataProto(batch=tensors, non_tensor_batch=dict(columns))
-        return credit.attach_step_uids(data)
-
-    data = attach()
-
-    def through_verl() -> np.ndarray:
-        adv, _ = estimator(
-            token_level_rewards=token_rewards,
-            response_mask=mask,
-            index=data.non_tensor_batch["uid"],
-        )
-        return adv[:, 0].double().numpy()
-
-    t_native, want = _best(native, repeats)
-    t_attach, _ = _best(attach, repeats)
-    t_verl, got = _best(through_verl, repeats)
+    rows = {
+        "verl's `grpo` (plain uids)": verl_grpo,
+        "`attach_step_uids` + `agentenvs_grpo`": ours("grpo", columns),
+        "`attach_step_uids` + `agentenvs_gigpo`, verl-agent's columns": ours("gigpo", verl_agent),
+        "`attach_step_uids` + `agentenvs_graphgpo`": ours("graphgpo", columns),
+        "`attach_step_uids` + `agentenvs_rtmc`": ours("rtmc", columns),
+        "`attach_step_uids` alone": lambda: credit.attach_step_uids(
+            DataProto(batch=tensors, non_tensor_batch=dict(columns))
+        ),
+        'native `assign_advantages(groups, "graphgpo")`': native,
+    }
+    times = _race(rows, repeats)
+    base = times["verl's `grpo` (plain uids)"][0]
     per_m = 1e6 / n
-    print(f"\n### verl adapter vs native ({n:,} steps, GraphGPO, best of {repeats})\n")
-    print("| path | s per 1M steps | ratio to native |\n| --- | --- | --- |")
-    print(f"| native `assign_advantages` | {t_native * per_m:.2f} | 1.0 |")
-    print(f"| verl estimator | {t_verl * per_m:.2f} | {t_verl / t_native:.1f} |")
-    print(f"| `attach_step_uids` | {t_attach * per_m:.2f} | {t_attach / t_native:.1f} |")
-    print(f"\nmax |verl - native| = {np.abs(got - want).max():.2e}")
+    print(f"\n### Our estimators through verl vs verl's GRPO ({n:,} steps, best of {repeats})\n")
+    print("| path | s per 1M steps | ratio to verl's GRPO |\n| --- | --- | --- |")
+    for name, (seconds, _) in times.items():
+        print(f"| {name} | {seconds * per_m:.2f} | {seconds / base:.2f} |")
+    got = times["`attach_step_uids` + `agentenvs_graphgpo`"][1]
+    want = times['native `assign_advantages(groups, "graphgpo")`'][1]
+    print(f"\nmax |verl GraphGPO - native| = {np.abs(got - want).max():.2e}")
 
 
 def _time_steps(env: gym.Env, actions: Sequence[str], seed: int) -> float:
@@ -160,10 +200,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=100_000, help="verl table: steps (approx.)")
     parser.add_argument("--repeats", type=int, default=3, help="verl table: timed repeats")
     parser.add_argument("--env-steps", type=int, default=2000, help="OpenEnv table: steps per env")
+    parser.add_argument(
+        "--sections", nargs="+", choices=("verl", "openenv"), default=["verl", "openenv"]
+    )
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, {len(os.sched_getaffinity(0))} cores")
-    verl_section(args.steps, args.repeats)
-    openenv_section(args.env_steps)
+    if "verl" in args.sections:
+        verl_section(args.steps, args.repeats)
+    if "openenv" in args.sections:
+        openenv_section(args.env_steps)
     return 0
 
 

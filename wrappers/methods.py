@@ -20,8 +20,25 @@ from agentenvs.wrappers.registry import config_signature, register_method, state
 
 __all__: list[str] = []
 
+#: The step facts each method reads besides the rewards (``CreditMethod.reads``).
+_TEXTS = ("observation", "action", "next_observation")
+READS = {
+    "grpo": ("action_valid",),
+    "gigpo": ("state_key", "action_valid"),
+    "graphgpo": ("state_key", "next_state_key", "won", "action_valid"),
+    "rtmc": ("state_key", "action_key", "won", "action_valid"),
+    "spa": ("won", "action_valid", *_TEXTS),
+    "triage": ("state_key", "next_state_key", "won", "action_valid", "progress", *_TEXTS),
+    "hisr": ("won", "action_valid", "progress", *_TEXTS),
+}
+
 register_method(
-    "grpo", grpo.estimate_batch, grpo.GRPOConfig, signature=states_only, columns=grpo.BATCH_COLUMNS
+    "grpo",
+    grpo.estimate_batch,
+    grpo.GRPOConfig,
+    signature=states_only,
+    columns=grpo.BATCH_COLUMNS,
+    reads=READS["grpo"],
 )
 register_method(
     "gigpo",
@@ -29,6 +46,7 @@ register_method(
     gigpo.GiGPOConfig,
     signature=states_only,
     columns=gigpo.BATCH_COLUMNS,
+    reads=READS["gigpo"],
 )
 register_method(
     "graphgpo",
@@ -37,6 +55,8 @@ register_method(
     signature=states_only,
     aliases=("graph",),
     columns=graphgpo.BATCH_COLUMNS,
+    reads=READS["graphgpo"],
+    success_sink=True,
 )
 register_method(
     "rtmc",
@@ -44,6 +64,7 @@ register_method(
     rtmc.RTMCConfig,
     signature=config_signature,
     columns=rtmc.BATCH_COLUMNS,
+    reads=READS["rtmc"],
 )
 for _module, _config, _state in (
     (triage, triage.TriageConfig, triage.TriageState),
@@ -58,4 +79,5 @@ for _module, _config, _state in (
         columns=_module.BATCH_COLUMNS,
         needs_model=True,
         online_state=_state,
+        reads=READS[_module.__name__.rsplit(".", 1)[1]],
     )

@@ -119,8 +119,25 @@ __all__ = [
     "config_signature",
     "states_only",
     "STATE_KEY_POLICIES",
+    "STEP_FACTS",
     "MissingStateKeyWarning",
 ]
+
+#: What a method may read of a step besides its reward (:attr:`CreditMethod.reads`): the
+#: :class:`~agentenvs.core.Step` fields of these names, ``won`` (the trajectory's success) and
+#: ``next_observation`` (the observation after the step; the trajectory's final one on its last).
+STEP_FACTS = (
+    "state_key",
+    "next_state_key",
+    "action_key",
+    "action_valid",
+    "won",
+    "cost",
+    "progress",
+    "observation",
+    "action",
+    "next_observation",
+)
 
 #: ``estimate_batch(batch, config) -> float64 (n_steps,)``: a method's flat-array estimator.
 BatchEstimator = Callable[[StepBatch, Any], np.ndarray]
@@ -189,6 +206,12 @@ class CreditMethod:
             ``state_dict()`` / ``load_state_dict()``), kept in a
             :class:`~agentenvs.wrappers.state.CreditState` and passed to the estimator as its
             third argument; ``None`` (the structural methods): the estimator takes two.
+        reads: the step facts (:data:`STEP_FACTS`) the method reads besides the rewards, so an
+            adapter that rebuilds steps from a trainer's partial columns (verl's, verl-agent's)
+            can name what is missing instead of filling in a default; ``None``: not declared
+            (nothing is checked).
+        success_sink: after a won trajectory's last step the method reads no next state (it
+            ends in the method's success node: GraphGPO's).
 
     An entry unpacks as the pair ``(estimate, config)`` (``estimate, Config = METHODS["grpo"]``).
     """
@@ -202,6 +225,8 @@ class CreditMethod:
     columns: tuple[str, ...] = COLUMNS
     needs_model: bool = False
     online_state: Callable[[Any], Any] | None = None
+    reads: tuple[str, ...] | None = None
+    success_sink: bool = False
 
     def check_config(self, config: Any = None) -> Any:
         """``config``, or the default config when ``None``; ``TypeError`` for another class."""
@@ -369,6 +394,8 @@ def register_method(
     columns: Iterable[str] = COLUMNS,
     needs_model: bool = False,
     online_state: Callable[[Any], Any] | None = None,
+    reads: Iterable[str] | None = None,
+    success_sink: bool = False,
     replace: bool = False,
 ) -> CreditMethod:
     """Add a credit method to the registry and return its entry.
@@ -390,6 +417,9 @@ def register_method(
             caches), kept in the wrapper's :class:`~agentenvs.wrappers.state.CreditState`; the
             estimator is then called ``estimate_batch(batch, config, online)``
             (:attr:`CreditMethod.online_state`).
+        reads: the step facts the method reads (:attr:`CreditMethod.reads`; names of
+            :data:`STEP_FACTS`); ``None``: not declared.
+        success_sink: :attr:`CreditMethod.success_sink`.
         replace: free the names (``name`` and ``aliases``) that are already taken first: an alias
             alone, a canonical name with its whole method. Without it a taken name raises
             ``ValueError``.
@@ -416,6 +446,9 @@ def register_method(
         unknown = set(columns) - set(COLUMNS)
         if unknown:
             raise ValueError(f"unknown batch columns {sorted(unknown)}; choose from {COLUMNS}")
+        if reads is not None and set(reads) - set(STEP_FACTS):
+            odd = sorted(set(reads) - set(STEP_FACTS))
+            raise ValueError(f"unknown step facts {odd}; choose from {STEP_FACTS}")
         entry = CreditMethod(
             name,
             estimate_batch,
@@ -426,6 +459,8 @@ def register_method(
             tuple(columns),
             needs_model,
             online_state,
+            None if reads is None else tuple(reads),
+            success_sink,
         )
         _entries[name] = entry
         _aliases.update(dict.fromkeys(aliases, name))

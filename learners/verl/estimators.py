@@ -70,7 +70,9 @@ def row_advantages(
     entry, config = get_method(method, config)
     if len(uids) == 0:
         return np.zeros(0, np.float64)
-    trajectories, rows = trajectories_of(uids, np.asarray(step_rewards, np.float64))
+    trajectories, rows = trajectories_of(
+        uids, np.asarray(step_rewards, np.float64), method=entry.name
+    )
     batch = entry.batch(trajectories, config, groups=[g for g, _ in rows])
     values = entry.run(batch, config)
     out = np.empty(len(uids), np.float64)

@@ -181,29 +181,202 @@ def test_verl_compute_advantage_dispatch_runs_ours(method, configured):
     assert torch.isfinite(adv).all() and adv.abs().sum() > 0
 
 
-def test_non_tensor_batch_columns_with_verl_agent_names():
-    """verl-agent's ``anchor_obs`` / ``is_action_valid`` are read, the next state defaults to the
-    next row's state, and ``non_tensor_batch=`` needs no ``attach_step_uids``."""
-    rng = np.random.default_rng(1)
-    groups = random_groups(rng, 3)
-    trajectories = [t for g in groups for t in g]
-    for t in trajectories:  # what the columns can tell: the last step's next state unknown
-        t.steps[-1].next_state_key = None
-    data = as_data_proto(trajectories, rng)
-    nt = dict(data.non_tensor_batch)
-    nt["anchor_obs"] = nt.pop("state_key")
-    nt["is_action_valid"] = nt.pop("action_valid")
-    del nt["next_state_key"]
-    fn = get_adv_estimator_fn("agentenvs_graphgpo")
-    adv, _ = fn(
+# -- verl-agent's layout --------------------------------------------------------------------------
+#: What each method reads that verl-agent's rollout does not put in its batch (our names): the
+#: privileged progress, the observation texts, and the state after a trajectory's last step.
+VERL_AGENT_LACKS = {
+    "grpo": (),
+    "gigpo": (),
+    "graphgpo": ("next_state_key",),
+    "rtmc": (),
+    "spa": ("observation", "next_observation"),
+    "triage": ("next_state_key", "progress", "observation", "next_observation"),
+    "hisr": ("progress", "observation", "next_observation"),
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    """A real Hugging Face tokenizer built offline: byte-level, one token per byte (so any text
+    round-trips exactly), ``<pad>`` (0) and ``<eos>`` (1) special."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<pad>": 0, "<eos>": 1}
+    for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
+        vocab[ch] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+
+
+def parsed_command(text: str):
+    """The env's parser (agentenvs text envs report its command as ``info["action_key"]``)."""
+    from agentenvs.core.parsing import parse_action
+
+    return parse_action(text, require_think=False).command
+
+
+def with_env_action_keys(groups: list[list[Trajectory]]) -> list[list[Trajectory]]:
+    """Each valid step's ``action_key`` as an agentenvs env reports it (the parsed command)."""
+    for s in (s for g in groups for t in g for s in t.steps):
+        s.action_key = parsed_command(s.action) if s.action_valid else None
+    return groups
+
+
+def verl_agent_batch(trajectories: list[Trajectory], tokenizer, extra=()) -> DataProto:
+    """Rows as verl-agent's rollout gathers them: trajectory by trajectory, in step order, with its
+    ``non_tensor_batch`` names (``uid``, ``traj_uid``, ``anchor_obs``, ``is_action_valid``, the
+    ``won`` users add, and ``rewards``/``active_masks`` that we ignore) plus our columns ``extra``;
+    ``responses`` hold the action text's tokens and ``<eos>``, right-padded; the step's reward at its
+    last response token."""
+    cols = ours.step_columns(trajectories)
+    n = len(cols["uid"])
+    rewards = np.array([s.reward for t in trajectories for s in t.steps])
+    nt = {
+        "uid": cols["uid"],
+        "traj_uid": cols["traj_uid"],
+        "anchor_obs": cols["state_key"],
+        "is_action_valid": cols["action_valid"].astype(bool),
+        "won": cols["won"].astype(bool),
+        "rewards": rewards.astype(object),
+        "active_masks": np.ones(n, object),
+        **{k: cols[k] for k in extra},
+    }
+    ids = [tokenizer.encode(a, add_special_tokens=False) + [1] for a in cols["action"]]
+    width = max(map(len, ids))
+    responses = torch.zeros(n, width, dtype=torch.int64)
+    mask = torch.zeros(n, width, dtype=torch.int64)
+    token_rewards = torch.zeros(n, width, dtype=torch.float32)
+    for i, row in enumerate(ids):
+        responses[i, : len(row)] = torch.tensor(row)
+        mask[i, : len(row)] = 1
+        token_rewards[i, len(row) - 1] = float(rewards[i])
+    tensors = {"responses": responses, "response_mask": mask, "token_level_rewards": token_rewards}
+    return DataProto(batch=TensorDict(tensors, batch_size=[n]), non_tensor_batch=nt)
+
+
+def attach_and_shuffle(data: DataProto, tokenizer, rng: np.random.Generator) -> DataProto:
+    """``attach_step_uids`` where verl-agent's rollout hands over the batch (rows in step order,
+    the env's parser for action keys), then the rows shuffled as verl's ``balance_batch`` does."""
+    ours.attach_step_uids(data, tokenizer=tokenizer, action_key=parsed_command)
+    data.reorder(torch.as_tensor(rng.permutation(len(data))))
+    return data
+
+
+def _run(method, data, config=None, **columns) -> torch.Tensor:
+    adv, _ = get_adv_estimator_fn(f"agentenvs_{method}")(
         token_level_rewards=data.batch["token_level_rewards"],
         response_mask=data.batch["response_mask"],
-        non_tensor_batch=nt,
+        config=config,
+        **(columns or {"index": data.non_tensor_batch["uid"]}),
     )
-    data.non_tensor_batch = nt
-    ours.attach_step_uids(data)
+    return adv
+
+
+@pytest.mark.parametrize("method", method_names())
+def test_verl_agent_columns_give_our_advantages_on_500_groups(method, configured, tokenizer):
+    """verl-agent's columns (plus what its batch lacks, :data:`VERL_AGENT_LACKS`) give the native
+    wrapper's advantages, nothing blanked: the step index and next state come from the row order,
+    the action from the decoded responses and the env's parser; rows shuffled after attaching."""
+    rng = np.random.default_rng(7 + sum(map(ord, method)))
+    worst = 0.0
+    for _ in range(50):  # 50 batches of 10 groups
+        groups = with_env_action_keys(random_groups(rng, 10))
+        trajectories = [t for g in groups for t in g]
+        data = verl_agent_batch(trajectories, tokenizer, VERL_AGENT_LACKS[method])
+        data = attach_and_shuffle(data, tokenizer, rng)
+        want = expected_tokens(
+            groups, method, data, _source_rows(data, trajectories), configured["agentenvs"]
+        )
+        worst = max(worst, float((_run(method, data, configured).double() - want).abs().max()))
+    assert worst <= 1e-6, worst
+
+
+@pytest.mark.parametrize("method", method_names())
+def test_verl_agent_columns_alone_name_what_they_lack(method, configured, tokenizer):
+    """With verl-agent's columns only, a method that reads more raises a ``ValueError`` naming each
+    column it lacks, never another value; GRPO and GiGPO need nothing more (also through
+    ``non_tensor_batch=``, without ``attach_step_uids``); RTMC without the decoded responses lacks
+    the action."""
+    rng = np.random.default_rng(11)
+    groups = with_env_action_keys(random_groups(rng, 6))
+    trajectories = [t for g in groups for t in g]
+    lacks = VERL_AGENT_LACKS[method]
+    data = attach_and_shuffle(verl_agent_batch(trajectories, tokenizer), tokenizer, rng)
+    if not lacks:
+        want = expected_tokens(
+            groups, method, data, _source_rows(data, trajectories), configured["agentenvs"]
+        )
+        assert float((_run(method, data, configured).double() - want).abs().max()) <= 1e-6
+    else:
+        with pytest.raises(ValueError, match=r"\[" + ", ".join(f"'{k}'" for k in lacks) + r"\]"):
+            _run(method, data, configured)
+    plain = verl_agent_batch(trajectories, tokenizer)  # no tokenizer: no action text
+    if method in ("grpo", "gigpo"):
+        nt = dict(plain.non_tensor_batch)
+        want = expected_tokens(groups, method, plain, np.arange(len(plain)))
+        assert float((_run(method, plain, non_tensor_batch=nt).double() - want).abs().max()) < 1e-6
+    elif method == "rtmc":
+        with pytest.raises(ValueError, match=r"\['action_key'\].*tokenizer="):
+            _run(method, ours.attach_step_uids(plain), configured)
+
+
+def test_graphgpo_needs_no_final_state_after_a_win(tokenizer):
+    """GraphGPO ties a won trajectory's last step to the success sink: where every trajectory is
+    won, verl-agent's columns alone give its advantages (next states from the row order)."""
+    rng = np.random.default_rng(12)
+    groups = random_groups(rng, 20)
+    for t in (t for g in groups for t in g):
+        t.success = True
+    trajectories = [t for g in groups for t in g]
+    data = attach_and_shuffle(verl_agent_batch(trajectories, tokenizer), tokenizer, rng)
     want = expected_tokens(groups, "graphgpo", data, _source_rows(data, trajectories))
-    assert float((adv.double() - want).abs().max()) <= 1e-6
+    assert float((_run("graphgpo", data).double() - want).abs().max()) <= 1e-6
+
+
+def test_step_uids_derive_the_step_order_from_the_rows():
+    """Within a ``(uid, traj_uid)``: ``step_index`` is the row's rank, ``next_state_key`` the next
+    row's ``anchor_obs``, and the last row has none; interleaved trajectories are kept apart; a
+    given ``step_index`` orders the rows instead; an env parser keys valid actions only."""
+    nt = {
+        "uid": np.array(["g", "g", "g", "h", "g"], object),
+        "traj_uid": np.array(["a", "b", "a", "a", "a"], object),
+        "anchor_obs": np.array(["A", "X", "B", "P", "C"], object),
+        "is_action_valid": np.array([True, True, False, True, True]),
+    }
+    texts = ["<action>up</action>", "x", "y", "<action>go</action>", "<action>down</action>"]
+    uids = ours.step_uids(nt, actions=texts, action_key=parsed_command)
+    assert [u.step_index for u in uids] == [0, 0, 1, 0, 2]
+    assert [getattr(u, "next_state_key", "-") for u in uids] == ["B", "-", "C", "-", "-"]
+    assert [u.action_key for u in uids] == ["up", None, None, "go", "down"]
+    assert uids[2].action == "y" and list(uids) == list(nt["uid"])
+    nt["step_index"] = np.array([2, 0, 0, 0, 1], object)  # rows not in step order
+    uids = ours.step_uids(nt)
+    assert [getattr(u, "next_state_key", "-") for u in uids] == ["-", "-", "C", "-", "A"]
+
+
+def test_response_texts_decode_under_the_mask(tokenizer):
+    """What verl-agent's rollout sends to its envs: the response's tokens, special ones skipped."""
+    ids = [tokenizer.encode(t, add_special_tokens=False) for t in ["<think>é</think> up", "go"]]
+    responses = torch.zeros(2, 32, dtype=torch.int64)
+    mask = torch.zeros(2, 32, dtype=torch.int64)
+    for i, row in enumerate(ids):
+        responses[i, : len(row) + 1] = torch.tensor(row + [1])
+        mask[i, : len(row) + 1] = 1
+    responses[1, 25] = ids[0][0]  # a stray token past the mask is not part of the response
+    texts = ours.columns.response_texts(responses, mask, tokenizer)
+    assert texts == ["<think>é</think> up", "go"]
+
+
+def test_copied_rows_are_an_error_not_a_longer_trajectory():
+    """verl-agent's ``adjust_batch`` (mode ``copy``) duplicates rows: two rows of one step."""
+    cols = ours.step_columns([t for g in random_groups(np.random.default_rng(3), 1) for t in g])
+    uids = ours.step_uids(cols)
+    uids = np.concatenate([uids, uids[:1]])
+    with pytest.raises(ValueError, match="same step"):
+        ours.trajectories_of(uids, np.zeros(len(uids)))
 
 
 def test_plain_uids_get_a_clear_error():
@@ -271,3 +444,17 @@ def test_docs_snippet_runs(capsys):
     (code,) = re.findall(r"```python\n(.*?)```", verl, flags=re.S)
     exec(compile(code, "docs/integrations.md", "exec"), {"__name__": "__doc__"})
     assert "tensor([" in capsys.readouterr().out
+
+
+def test_reach_benchmark_verl_table_runs(capsys):
+    """benchmarks/reach.py's verl table (small): every row timed, GraphGPO through verl equal to
+    native."""
+    import re
+
+    from benchmarks.reach import verl_section
+
+    verl_section(3000, 1)
+    out = capsys.readouterr().out
+    assert out.count("| `attach_step_uids`") == 5 and "ratio to verl's GRPO" in out
+    diff = float(re.search(r"max \|verl GraphGPO - native\| = (\S+)", out).group(1))
+    assert diff <= 1e-6, diff
