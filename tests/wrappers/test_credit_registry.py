@@ -170,6 +170,22 @@ def test_unregister_removes_name_and_aliases():
         unregister_method("tmp_method")
 
 
+def test_reads_declare_step_facts_and_are_checked():
+    """Every built-in declares what it reads (adapters check those columns); an unknown fact is
+    refused at registration; a user's method may leave it undeclared."""
+    from agentenvs.wrappers.registry import STEP_FACTS
+
+    assert all(set(get_method(m)[0].reads) <= set(STEP_FACTS) for m in method_names())
+    assert get_method("graphgpo")[0].success_sink and not get_method("gigpo")[0].success_sink
+    assert "action_key" in get_method("rtmc")[0].reads
+    with pytest.raises(ValueError, match="unknown step facts \\['colour'\\]"):
+        register_method("tmp_reads", toy_estimate_batch, ToyConfig, reads=("won", "colour"))
+    assert "tmp_reads" not in METHODS
+    entry = register_method("tmp_reads", toy_estimate_batch, ToyConfig)
+    assert entry.reads is None
+    unregister_method("tmp_reads")
+
+
 # -- a user's method through the wrappers ----------------------------------------------------------
 def play_group(env, moves, seed=0):
     """Play ``env`` (a single credit wrapper) until a group is credited; return it."""
