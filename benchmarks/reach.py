@@ -25,7 +25,9 @@ Two markdown tables:
    searches, tagged answers): the server is ``agentenvs.serve.openenv.serve`` in a subprocess on
    127.0.0.1; the client ``agentenvs.make_remote``. The same seeded actions, invalid ones
    included, go to the remote and to an in-process ``gym.make`` env; only ``step`` calls are
-   timed (resets are not), ``--env-steps`` steps each.
+   timed (resets are not), ``--env-steps`` steps each. Then (with the ``openenv`` section)
+   :func:`benchmarks.serve_scaling.scaling_section`'s table: steps/s of 1, 4 and 16 clients
+   served by 1, 2 and 4 worker processes vs as many in-process envs.
 
 Timing: ``time.perf_counter``; torch on one thread. Server and client share the machine's cores.
 """
@@ -209,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         verl_section(args.steps, args.repeats)
     if "openenv" in args.sections:
         openenv_section(args.env_steps)
+        from benchmarks.serve_scaling import scaling_section  # it imports this module's ENVS
+
+        scaling_section()
     return 0
 
 

@@ -6,7 +6,9 @@ client (:func:`make_remote`, a ``gymnasium.Env``); both import the ``openenv`` p
 package imports nothing until one of them is used. :mod:`agentenvs.serve.sessions` binds
 sessions to their creators, :mod:`agentenvs.serve.guard` holds the server's limits,
 :mod:`agentenvs.serve.prompt` the agent prompt on the wire (``--prompt STYLE``) and
-:mod:`agentenvs.serve.cli` the ``agentenvs serve`` command. ``deploy/openenv`` holds the
+:mod:`agentenvs.serve.cli` the ``agentenvs serve`` command, :mod:`agentenvs.serve.workers` its
+``--workers N`` (N server processes behind one port) and :mod:`agentenvs.serve.ledger` their
+session caps. ``deploy/openenv`` holds the
 packages OpenEnv's ``AutoEnv`` discovers and the server's container build file.
 """
 

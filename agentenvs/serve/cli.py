@@ -13,6 +13,7 @@ import argparse
 import importlib.util
 import json
 import sys
+from typing import Any
 
 from agentenvs.cli.errors import parse_env_kwargs
 from agentenvs.serve import TOKEN_ENV
@@ -52,7 +53,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     p.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
     p.add_argument(
-        "--max-sessions", type=int, default=16, help="concurrent sessions (default %(default)s)"
+        "--max-sessions",
+        type=int,
+        default=16,
+        help="concurrent sessions, over all workers (default %(default)s)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="server processes behind the port, each session kept on one (about one per core; "
+        "default %(default)s)",
     )
     p.add_argument(
         "--max-sessions-per-client",
@@ -105,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from agentenvs.cli.errors import check_env_id
     from agentenvs.serve.guard import Limits
     from agentenvs.serve.openenv import make_server, run_server
+    from agentenvs.serve.workers import Router, run_router
 
     check_env_id(args.env_id)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
@@ -117,8 +130,7 @@ def run(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             max_requests_per_second_per_client=args.max_requests_per_second_per_client or None,
         )
-        server = make_server(
-            args.env_id,
+        options: dict[str, Any] = dict(
             host=args.host,
             port=args.port,
             max_sessions=args.max_sessions,
@@ -128,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
             prompt_history_length=args.prompt_history,
             env_kwargs=env_kwargs,
         )
+        if args.workers == 1:
+            server = make_server(args.env_id, **options)
+        else:  # checked (a ValueError) before any port is bound, as make_server is
+            server = Router(args.env_id, args.workers, **options)
     except (TypeError, ValueError) as exc:
         print(f"agentenvs serve: error: {exc}", file=sys.stderr)
         return 2
@@ -137,8 +153,12 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"serving {args.env_id} on http://{args.host}:{args.port}; env kwargs "
         f"{json.dumps(env_kwargs)}; prompt {prompt}; max sessions {args.max_sessions}; "
-        f"token {'set' if limits.token else 'none'}; privileged {args.privileged}",
+        + (f"workers {args.workers}; " if args.workers > 1 else "")
+        + f"token {'set' if limits.token else 'none'}; privileged {args.privileged}",
         flush=True,
     )
-    run_server(server)
+    if args.workers == 1:
+        run_server(server)
+    else:
+        run_router(server)
     return 0

@@ -268,11 +268,22 @@ def run_server(server: Any) -> None:
 
 
 def serve(
-    env_id: str, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 16, **kwargs: Any
+    env_id: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_sessions: int = 16,
+    workers: int = 1,
+    **kwargs: Any,
 ) -> None:
     """Serve ``env_id`` (:func:`make_server`; ``kwargs``: its and :func:`create_server_app`'s)
-    on ``host:port`` until interrupted (:func:`run_server`)."""
-    run_server(make_server(env_id, host, port, max_sessions, **kwargs))
+    on ``host:port`` until interrupted (:func:`run_server`); ``workers > 1``: that many server
+    processes behind the port (:func:`agentenvs.serve.workers.serve_workers`)."""
+    if workers > 1:
+        from agentenvs.serve.workers import serve_workers
+
+        serve_workers(env_id, workers, host, port, max_sessions, **kwargs)
+    else:
+        run_server(make_server(env_id, host, port, max_sessions, **kwargs))
 
 
 @contextmanager

@@ -20,13 +20,17 @@ and, in front of them:
 
 Sessions created over HTTP expire after ``limits.idle_timeout_s`` without a request (OpenEnv's
 idle reaper); those of a WebSocket when the Guard closes the idle connection.
+
+In a worker of ``agentenvs serve --workers N`` (:mod:`agentenvs.serve.workers`),
+:attr:`SessionServer.ledger` counts sessions over all workers: a session is created only when
+the router's ledger grants it, and every session that ends is reported to it.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 from fastapi import Body, FastAPI, HTTPException, Request, WebSocket
@@ -45,6 +49,9 @@ from openenv.core.env_server.types import (
 from pydantic import ValidationError
 
 from agentenvs.serve.guard import CLIENT, Limits
+
+if TYPE_CHECKING:
+    from agentenvs.serve.workers import LedgerClient
 
 __all__ = ["SESSION_HEADER", "SESSION_COOKIE", "SessionServer"]
 
@@ -71,7 +78,10 @@ class SessionServer(HTTPEnvServer):
         **kwargs: ``HTTPEnvServer``'s keyword arguments (``concurrency_config``, ...).
 
     Session ids are OpenEnv's (``uuid4``: 122 random bits from ``os.urandom``).
+    ``ledger``: set by a worker of ``agentenvs serve --workers N`` (``None``: one process).
     """
+
+    ledger: LedgerClient | None = None
 
     def __init__(
         self, *args: Any, metadata: EnvironmentMetadata, limits: Limits, **kwargs: Any
@@ -81,6 +91,7 @@ class SessionServer(HTTPEnvServer):
         self.limits = limits
         self._owners: dict[str, tuple[str, str]] = {}  # id -> (client, "http" | "websocket")
         self._opening: Counter[str] = Counter()  # sessions being created, per client
+        self._in_ledger: set[str] = set()  # sessions the ledger holds for this worker
 
     # -- ownership -------------------------------------------------------------------------
 
@@ -109,17 +120,43 @@ class SessionServer(HTTPEnvServer):
             raise SessionCapacityError(
                 held, cap, f"client {client} holds {held}/{cap} sessions (max_sessions_per_client)"
             )
+        if self.ledger is not None:
+            self._report_ended()
+            refusal = await self.ledger.acquire(client)
+            if refusal is not None:
+                raise SessionCapacityError(*refusal)
         self._opening[client] += 1
         try:
             session_id, env = await super()._create_session()
+        except BaseException:
+            if self.ledger is not None:
+                self.ledger.cancel(client)
+            raise
         finally:
             self._opening[client] -= 1
             if not self._opening[client]:
                 del self._opening[client]
+        if self.ledger is not None:
+            self.ledger.bind(session_id, client)
+            self._in_ledger.add(session_id)
         self._owners[session_id] = (client, kind)
         if kind == "websocket":
             self._session_websocket_attachments.add(session_id)
         return session_id, env
+
+    async def _destroy_session(self, session_id: str) -> None:
+        await super()._destroy_session(session_id)
+        self._report_ended()
+
+    def _report_ended(self) -> None:
+        """Tell the ledger (if any) of this worker's sessions that have ended (closed by a
+        disconnect, the idle reaper or MCP's ``openenv/session/close``)."""
+        if self.ledger is None:
+            return
+        ended = [s for s in self._in_ledger if s not in self._sessions]
+        if ended:
+            self._in_ledger.difference_update(ended)
+            self.ledger.release(ended)
 
     # -- routes ----------------------------------------------------------------------------
 
@@ -233,4 +270,7 @@ class SessionServer(HTTPEnvServer):
                     f"Unknown session_id: {session_id}",
                     request_id=payload.get("id"),
                 ).model_dump()
-            return await self._openenv_mcp(request)
+            try:
+                return await self._openenv_mcp(request)
+            finally:
+                self._report_ended()
