@@ -86,6 +86,11 @@ def test_docs_yaml_composes_with_verls_schema(tmp_path):
     assert cfg.algorithm.adv_estimator.startswith("agentenvs_")
     assert cfg.actor_rollout_ref.rollout.n == 8
     assert "env" not in cfg  # verl-agent's schema, not verl's
+    from verl.trainer.ppo.v1 import get_trainer_cls
+
+    assert cfg.trainer.use_v1 and get_trainer_cls(cfg.trainer.v1.trainer_mode).__module__ == (
+        "agentenvs.learners.verl.trainer"
+    )
 
 
 #: Runs in a Ray worker (defined from source, so Ray ships it by value and the worker imports no
