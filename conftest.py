@@ -54,6 +54,7 @@ if _missing("openenv", "uvicorn", "websockets"):
         "agentenvs/serve/openenv.py",
         "agentenvs/serve/guard.py",
         "agentenvs/serve/sessions.py",
+        "agentenvs/serve/workers.py",
         "tests/agentenvs/serve/test_reach_openenv*.py",
         "tests/serve_abusers.py",
     ]

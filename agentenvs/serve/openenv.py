@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import socket
 import subprocess
 import sys
@@ -59,6 +60,7 @@ __all__ = [
     "create_server_app",
     "make_server",
     "SWITCH_INTERVAL_S",
+    "prepare_to_serve",
     "check_env_options",
     "run_server",
     "serve",
@@ -260,10 +262,20 @@ def make_server(
 SWITCH_INTERVAL_S = 0.001
 
 
-def run_server(server: Any) -> None:
-    """Run a :func:`make_server` server until interrupted, with the process's GIL switch
-    interval at :data:`SWITCH_INTERVAL_S`."""
+def prepare_to_serve() -> None:
+    """Tune a serving process: its GIL switch interval at :data:`SWITCH_INTERVAL_S`, and every
+    object alive now (the imported libraries: OpenEnv's pull in Gradio, about 100 MiB) moved out
+    of the garbage collector's reach (``gc.freeze``), so a full collection scans only what
+    sessions allocate (a full collection of the heap OpenEnv's imports leave took 228 ms, 107 ms
+    without Gradio: pauses every session would wait out)."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    gc.collect()
+    gc.freeze()
+
+
+def run_server(server: Any) -> None:
+    """Run a :func:`make_server` server until interrupted (:func:`prepare_to_serve` first)."""
+    prepare_to_serve()
     server.run()
 
 

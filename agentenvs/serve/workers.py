@@ -492,8 +492,8 @@ async def _worker(config: dict[str, Any], kwargs: dict[str, Any], fds: list[int]
 
 
 if __name__ == "__main__":
-    from agentenvs.serve.openenv import SWITCH_INTERVAL_S
+    from agentenvs.serve.openenv import prepare_to_serve
 
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
     _config, _kwargs = pickle.load(sys.stdin.buffer)
+    prepare_to_serve()
     asyncio.run(_worker(_config, _kwargs, [int(fd) for fd in sys.argv[1:3]]))
