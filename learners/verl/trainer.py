@@ -104,7 +104,7 @@ def write_step_rows(batch: Any) -> None:
             raise ValueError(
                 f"row {key!r} has no extra_fields[{EXTRA_KEY!r}]: agentenvs step credit needs every "
                 "row played by agentenvs.learners.verl.agent_loop.EnvAgentLoop (agent_name "
-                "'agentenvs')"
+                "'agentenvs', or an agent-loop YAML's entry for it)"
             )
         else:
             columns = {k: v for k, v in row.items() if k != "reward"}
