@@ -59,8 +59,8 @@ autodoc_preserve_defaults = True
 autodoc_mock_imports = [
     name
     for name in (
-        "verl trl datasets ray vllm stable_baselines3 skyrl_gym verifiers"
-        " openenv fastapi fastmcp uvicorn pydantic"
+        "verl omegaconf transfer_queue trl datasets ray vllm stable_baselines3 skyrl_gym"
+        " verifiers openenv fastapi fastmcp uvicorn pydantic"
     ).split()
     if importlib.util.find_spec(name) is None
 ]

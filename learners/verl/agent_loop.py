@@ -195,7 +195,9 @@ def _kwargs_of(value: Any) -> dict[str, Any]:
 class EnvAgentLoop(AgentLoopBase):
     """Plays one episode of the row's env per session and returns one ``AgentLoopOutput`` per step.
 
-    Args (after verl's own; all optional, e.g. from the agent-loop YAML):
+    Its keyword arguments come after verl's own; all are optional (e.g. from the agent-loop YAML).
+
+    Args:
         env_id: the env when a row's ``extra_info`` names none.
         env_kwargs: ``gym.make`` kwargs under a row's own (a mapping or JSON text).
         prompt_style: ``"reference"`` (default) or ``"compact"`` (:func:`agent_prompt_for`).
