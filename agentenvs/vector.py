@@ -1,6 +1,6 @@
 """Group-structured vector envs: blocks of ``group_size`` sub-envs that share one task per episode.
 
-This module holds :class:`GroupedVectorEnv`, :func:`make_group_vec_env`, :func:`sub_info`
+This module holds :class:`GroupedVectorEnv`, :func:`make_group_vec_env`, :func:`sub_observation`, :func:`sub_info`
 (one sub-env's info from a vector env's batched ``infos``), :func:`check_group_size`,
 :data:`DEFAULT_GROUP_SIZE`, the one default of every ``group_size`` in the project (the credit
 wrappers, :func:`make_group_vec_env`, the learners' env builders), and :func:`group_size_of`, the
@@ -32,6 +32,7 @@ import numpy as np
 __all__ = [
     "GroupedVectorEnv",
     "make_group_vec_env",
+    "sub_observation",
     "sub_info",
     "check_group_size",
     "group_size_of",
@@ -194,6 +195,21 @@ def make_group_vec_env(
             f"vectorization_mode must be 'sync', 'async' or 'ray', got {vectorization_mode!r}"
         )
     return GroupedVectorEnv(envs, group_size)
+
+
+def sub_observation(observations: Any, i: int) -> Any:
+    """The observation of sub-env ``i`` from a vector env's batched observations: a ``Dict``
+    space's dict of batches (a visual env's ``{"text", "image"}``) gives a dict of each key's
+    ``i``-th entry; any other batch its ``i``-th entry.
+
+    >>> sub_observation({"text": ("a", "b"), "image": [[0], [1]]}, 1)
+    {'text': 'b', 'image': [1]}
+    >>> sub_observation(("room 1", "room 2"), 0)
+    'room 1'
+    """
+    if isinstance(observations, dict):
+        return {key: sub_observation(value, i) for key, value in observations.items()}
+    return observations[i]
 
 
 def sub_info(infos: dict[str, Any], i: int, keys: Iterable[str] | None = None) -> dict[str, Any]:

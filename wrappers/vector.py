@@ -79,7 +79,7 @@ from agentenvs.wrappers.registry import get_method
 from agentenvs.wrappers.state import CreditState
 
 from agentenvs.core import Trajectory, TrajectoryStore
-from agentenvs.vector import group_size_of, sub_info
+from agentenvs.vector import group_size_of, sub_info, sub_observation
 
 __all__ = ["VectorCreditWrapper", "credited_groups"]
 
@@ -187,7 +187,9 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         for block in {i // self.group_size for i in np.flatnonzero(mask)}:
             self._episode[block * self.group_size : (block + 1) * self.group_size] = 0
         for i in map(int, np.flatnonzero(mask)):
-            self._recorders[i].begin(obs[i], sub_info(infos, i, EpisodeRecorder.INFO_KEYS))
+            self._recorders[i].begin(
+                sub_observation(obs, i), sub_info(infos, i, EpisodeRecorder.INFO_KEYS)
+            )
             self._needs_reset[i] = False
         return obs, infos
 
@@ -199,11 +201,11 @@ class VectorCreditWrapper(gym.vector.VectorWrapper):
         for i in range(self.num_envs):
             info = sub_info(infos, i, EpisodeRecorder.INFO_KEYS)
             if self._needs_reset[i]:
-                self._recorders[i].begin(obs[i], info)
+                self._recorders[i].begin(sub_observation(obs, i), info)
                 self._needs_reset[i] = False
                 continue
             traj = self._recorders[i].record(
-                actions[i], obs[i], rewards[i], terms[i], truncs[i], info
+                actions[i], sub_observation(obs, i), rewards[i], terms[i], truncs[i], info
             )
             if traj is None:
                 continue

@@ -12,6 +12,7 @@ when used); it never imports the envs, the wrappers or the learners.
 from agentenvs.core.jsonl import TrajectoryWriter, read_trajectories, write_trajectories
 from agentenvs.core.parsing import ParsedAction, parse_action, parse_action_verl
 from agentenvs.core.prompting import (
+    IMAGE_PLACEHOLDER,
     PROMPT_STYLES,
     AgentPrompt,
     CompactGenericPrompt,
@@ -50,6 +51,7 @@ __all__ = [
     "GenericPrompt",
     "CompactGenericPrompt",
     "PROMPT_STYLES",
+    "IMAGE_PLACEHOLDER",
     "generic_prompt",
     "agent_prompt_for",
     "text_space",

@@ -11,7 +11,9 @@ This module holds:
   ``<think>``; it is part of the prompt tokens and of the text sent to the env),
   ``max_new_tokens`` (the env's suggested response budget per step) and ``stop`` (strings after
   which generation may stop; the stop string belongs to the response); ``answer(command)`` is the
-  generated text (after the response prefix) that the env reads as ``command``.
+  generated text (after the response prefix) that the env reads as ``command``;
+  ``images(memory, observation, info)`` (the step's images, one per :data:`IMAGE_PLACEHOLDER` in
+  the rendered chat, in order; none for a text env).
 * :class:`GenericPrompt` (the reference style for any text env) and :class:`CompactGenericPrompt`
   (a short one for small models), which :meth:`~agentenvs.core.TextAgentEnv.agent_prompt` returns
   for an env that has no prompt of its own; :func:`generic_prompt`, :func:`agent_prompt_for` (the
@@ -55,6 +57,7 @@ from agentenvs.core.parsing import parse_action_verl
 
 __all__ = [
     "PROMPT_STYLES",
+    "IMAGE_PLACEHOLDER",
     "THINK_ACTION",
     "EpisodeMemory",
     "AgentPrompt",
@@ -71,6 +74,11 @@ __all__ = [
 #: The prompt styles every env's ``agent_prompt`` accepts: ``"reference"`` (the reference stack's
 #: text, for large models) and ``"compact"`` (short prompts a small model on CPU can follow).
 PROMPT_STYLES = ("reference", "compact")
+
+#: Where an image goes in a prompt's text (verl-agent's visual templates use the same mark). A
+#: vision-language learner replaces each one with its model's image tokens, in order, for the
+#: images of :meth:`AgentPrompt.images`.
+IMAGE_PLACEHOLDER = "<image>"
 
 #: The reference stack's think/action instruction (verl-agent's prompts end with it).
 THINK_ACTION = (
@@ -94,7 +102,10 @@ class EpisodeMemory:
     records: list[tuple[str, str]] = field(default_factory=list)
 
     def record(self, observation: Any, action: str) -> None:
-        """Store the observation an action was taken in and the action's projected name."""
+        """Store the observation an action was taken in and the action's projected name (of a
+        visual observation ``{"text": ..., "image": ...}``, its text: history is text)."""
+        if isinstance(observation, dict) and "text" in observation:
+            observation = observation["text"]
         self.records.append((str(observation), action))
 
     def __len__(self) -> int:
@@ -162,6 +173,15 @@ class AgentPrompt:
     ) -> list[dict[str, str]]:
         """The chat for the current step: :attr:`examples`, then the rendered user turn."""
         return [*self.examples, {"role": "user", "content": self.render(memory, observation, info)}]
+
+    def images(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> list[Any]:
+        """The current step's images, uint8 ``(H, W, 3)`` arrays, one per :data:`IMAGE_PLACEHOLDER`
+        of :meth:`messages` in order; ``[]`` (the default) for a text prompt.
+
+        >>> AgentPrompt().images(EpisodeMemory(), "a door", {})
+        []
+        """
+        return []
 
 
 def format_admissible(info: dict[str, Any]) -> str:

@@ -57,8 +57,10 @@ from agentenvs.sokoban.game import CELL_TEXT, SokobanGame
 from agentenvs.sokoban.generator import Room, generate_room_with_retries
 from agentenvs.sokoban.prompts import (
     CompactSokobanPrompt,
+    CompactVisualSokobanPrompt,
     OffsetsSokobanPrompt,
     SokobanPrompt,
+    VisualSokobanPrompt,
     project_sokoban_action,
 )
 from agentenvs.sokoban.render import TILE, render_rgb
@@ -239,13 +241,19 @@ class SokobanEnv(TextAgentEnv):
         :class:`~agentenvs.sokoban.prompts.CompactSokobanPrompt` (``"compact"``); history 2 by default.
 
         With ``observation="offsets"`` the compact style is
-        :class:`~agentenvs.sokoban.prompts.OffsetsSokobanPrompt` (it explains the offsets).
+        :class:`~agentenvs.sokoban.prompts.OffsetsSokobanPrompt` (it explains the offsets). The
+        visual mode's are :class:`~agentenvs.sokoban.prompts.VisualSokobanPrompt` and
+        :class:`~agentenvs.sokoban.prompts.CompactVisualSokobanPrompt` (they show the image).
 
         >>> SokobanEnv().agent_prompt("compact", history_length=3)
         ... # doctest: +ELLIPSIS
         CompactSokobanPrompt(history_length=3, ...)
         """
-        if check_prompt_style(style) == "reference":
+        reference = check_prompt_style(style) == "reference"
+        cls: type[SokobanPrompt]
+        if self.visual:
+            cls = VisualSokobanPrompt if reference else CompactVisualSokobanPrompt
+        elif reference:
             cls = SokobanPrompt
         else:
             cls = OffsetsSokobanPrompt if self.observation == "offsets" else CompactSokobanPrompt

@@ -4,8 +4,12 @@ This module holds :func:`project_sokoban_action` (the reference stack's Sokoban 
 rule that both :class:`SokobanPrompt` and ``SokobanEnv(compat="verl-agent")`` use),
 :class:`SokobanPrompt` (the reference prompt: verl-agent's ``SOKOBAN_TEMPLATE`` /
 ``SOKOBAN_TEMPLATE_NO_HIS`` text word for word) and :class:`CompactSokobanPrompt` (a short one-shot
-prompt for small models on CPU) and :class:`OffsetsSokobanPrompt` (the compact prompt for the
-``observation="offsets"`` text, docs/sokoban.md, *Observations*). :meth:`SokobanEnv.agent_prompt
+prompt for small models on CPU), :class:`OffsetsSokobanPrompt` (the compact prompt for the
+``observation="offsets"`` text, docs/sokoban.md, *Observations*), and the visual mode's two:
+:class:`VisualSokobanPrompt` (verl-agent's ``SOKOBAN_VISUAL_TEMPLATE``) and
+:class:`CompactVisualSokobanPrompt` (the last moves and the board image). The visual prompts show
+the current image only, at the :data:`~agentenvs.core.prompting.IMAGE_PLACEHOLDER`; past steps
+appear as the moves taken (the memory holds the text grid, which they do not show). :meth:`SokobanEnv.agent_prompt
 <agentenvs.sokoban.env.SokobanEnv.agent_prompt>` returns them.
 
 >>> from agentenvs.core.prompting import EpisodeMemory
@@ -23,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentenvs.core.prompting import AgentPrompt, EpisodeMemory
+from agentenvs.core.prompting import IMAGE_PLACEHOLDER, AgentPrompt, EpisodeMemory
 
 __all__ = [
     "SOKOBAN_WORDS",
@@ -31,6 +35,8 @@ __all__ = [
     "SokobanPrompt",
     "CompactSokobanPrompt",
     "OffsetsSokobanPrompt",
+    "VisualSokobanPrompt",
+    "CompactVisualSokobanPrompt",
 ]
 
 #: The reference projection's words, in its search order (``still`` is the no-op).
@@ -205,3 +211,69 @@ class OffsetsSokobanPrompt(CompactSokobanPrompt):
 
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
         return _offsets_question(str(observation), _last_moves(memory, self.history_length))
+
+
+_VISUAL_HEAD = """
+You are an expert agent operating in the Sokoban environment. Your goal is to push all the boxes \
+onto the target spots. Once all boxes are on the targets, you win!
+
+# Rules
+You can only push boxes. You can't pull them, so plan ahead to avoid getting stuck.
+You can't walk through or push boxes into walls.
+To avoid traps, do not push boxes into corners or against walls where they can't be moved again.
+
+# Visual Elements in the Image:
+Character: A small, green alien-like figure with two antennae and black eyes. It represents you.
+Box: A yellow crate marked with an orange "X" across its front. It is the box you need to push.
+Target: A black tile outlined in red, with a small red diamond shape in the center. It marks the \
+destination where a box should be pushed.
+
+# Current Step
+Your current observation is shown in the image: """
+
+
+def _board_image(observation: Any) -> list[Any]:
+    """The visual observation's image as the prompt's one image (``[]`` for a text observation)."""
+    return [observation["image"]] if isinstance(observation, dict) else []
+
+
+@dataclass
+class VisualSokobanPrompt(SokobanPrompt):
+    """verl-agent's visual Sokoban prompt (``SOKOBAN_VISUAL_TEMPLATE``, with or without history):
+    the legend of the image, the current image and the reference closing paragraph.
+
+    >>> import numpy as np
+    >>> obs = {"text": "#P_O#", "image": np.zeros((16, 80, 3), np.uint8)}
+    >>> p = VisualSokobanPrompt()
+    >>> p.render(EpisodeMemory(), obs, {}).splitlines()[14]
+    'Your current observation is shown in the image: <image>'
+    >>> [image.shape for image in p.images(EpisodeMemory(), obs, {})]
+    [(16, 80, 3)]
+    """
+
+    def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
+        return _VISUAL_HEAD + IMAGE_PLACEHOLDER + _SOKOBAN_TAIL
+
+    def images(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> list[Any]:
+        return _board_image(observation)
+
+
+@dataclass
+class CompactVisualSokobanPrompt(CompactSokobanPrompt):
+    """The visual board for a small model trained from scratch: the last moves, then the image
+    (no legend, no instruction, no example turn; the tiny model's recipe, docs/visual-agents.md).
+
+    >>> import numpy as np
+    >>> obs = {"text": "#P_O#", "image": np.zeros((16, 80, 3), np.uint8)}
+    >>> print(CompactVisualSokobanPrompt().render(EpisodeMemory([("#P_O#", "Right")]), obs, {}))
+    Your last moves: right.
+    <image>
+    """
+
+    examples: tuple[dict[str, str], ...] = ()
+
+    def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
+        return _last_moves(memory, self.history_length) + IMAGE_PLACEHOLDER
+
+    def images(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> list[Any]:
+        return _board_image(observation)
