@@ -12,8 +12,14 @@ import re
 
 from agentenvs.learners.llm.policy import Policy
 from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+from agentenvs.learners.llm.tiny_vl import (
+    build_tiny_image_processor,
+    build_tiny_vl_model,
+    build_tiny_vl_tokenizer,
+)
+from agentenvs.learners.llm.vision import ImageInputs
 
-__all__ = ["tiny_policy", "tiny_tokenizer", "assert_intervals_in_range"]
+__all__ = ["tiny_policy", "tiny_tokenizer", "tiny_vl_policy", "assert_intervals_in_range"]
 
 
 @functools.cache
@@ -25,6 +31,14 @@ def tiny_tokenizer():
 def tiny_policy(seed: int = 0) -> Policy:
     """A fresh tiny model (weights drawn from ``seed``) with :func:`tiny_tokenizer`."""
     return Policy(build_tiny_model(tiny_tokenizer(), seed=seed), tiny_tokenizer())
+
+
+def tiny_vl_policy(seed: int = 0) -> Policy:
+    """A fresh tiny vision-language model (weights drawn from ``seed``), its tokenizer and image
+    processor; every parameter trains (the vision tower too)."""
+    tok = build_tiny_vl_tokenizer()
+    images = ImageInputs(build_tiny_image_processor(), tok)
+    return Policy(build_tiny_vl_model(tok, seed=seed), tok, images=images)
 
 
 #: A report line's gain and its interval: ``gain +0.250 (95% interval -0.010 to +0.480)``.

@@ -156,6 +156,7 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
     from agentenvs.learners.llm.models import resolve_model
     from agentenvs.learners.llm.policy import load_policy
     from agentenvs.learners.llm.precision import DTYPES
+    from agentenvs.learners.llm.vision import check_modalities
 
     pin_cpu_kernels(args.cpu_kernels)  # before any torch operation: they pick their kernels once
     if args.config.torch_threads:  # from the start: the warm start runs before the trainer
@@ -168,7 +169,20 @@ def make_policy(args: TrainArgs, dist: Any, prog: str) -> tuple[Any, str]:
         raise SystemExit(f"{prog}: {error}") from None
     device = dist.device if dist.enabled else "cuda" if torch.cuda.is_available() else "cpu"
     dtype = DTYPES[args.config.weight_dtype]
-    policy = load_policy(model_dir, device=device, dtype=dtype, lora_rank=args.config.lora_rank)
+    policy = load_policy(
+        model_dir,
+        device=device,
+        dtype=dtype,
+        lora_rank=args.config.lora_rank,
+        train_vision=args.train_vision,
+    )
+    probe = gym.make(args.env, **env_kwargs(args))  # a VLM for image envs, a text model for text
+    try:
+        check_modalities(args.env, probe.observation_space, args.model, policy.images is not None)
+    except ValueError as error:
+        raise SystemExit(f"{prog}: {error}") from None
+    finally:
+        probe.close()
     if dist.is_main:
         print(
             f"model {model_dir} on {device}; env {args.env} {env_kwargs(args)}; credit {args.credit}"

@@ -197,12 +197,13 @@ FLAGS: dict[str, tuple[str, str]] = {
     "rollout": ("rollout", "parallel: one grouped vector env; sequential: envs"),
     "vectorization": ("rollout", "where parallel rollout's sub-envs run"),
     "ray_address": ("rollout", "Ray cluster with --vectorization ray (default: a local one)"),
-    "model": ("model", "tiny, random-60m, smollm2 or an HF model dir"),
+    "model": ("model", "tiny, tiny-vl, random-60m, smollm2 or an HF model dir"),
     "warm_start": ("model", "supervised steps before RL (demo: the env's expert)"),
     "warm_start_steps": ("model", "the warm start's optimizer steps"),
     "warm_start_lr": ("model", "the warm start's learning rate"),
     "lora": ("model", "train a LoRA adapter only"),
     "lora_rank": ("model", "the adapter's rank with --lora"),
+    "train_vision": ("model", "also train a vision-language model's vision tower"),
     "eval_untrained": ("eval", "also evaluate the untrained policy"),
     "eval_envs": ("eval", "plain envs that play the test tasks at once"),
     "progress": ("output", "progress bars on stderr"),
@@ -325,6 +326,7 @@ class TrainArgs:
     progress: bool = True
     lora: bool = False
     lora_rank: int = 16
+    train_vision: bool = False
     out: str | None = None
     resume: bool = False
     overwrite: bool = False

@@ -15,12 +15,15 @@ weights, for the trainer's sync check), ``sync_weights`` (after each update), ``
 ``wake_up`` (around the update) and ``exact_logprobs`` (whether ``generate``'s log-probs are the
 trainer's; if not, the trainer recomputes the PPO "old" log-probs).
 
-Both backends' ``generate(prompt_ids, *, greedy=False, stop=())`` take stop strings (an env
+Both backends' ``generate(prompt_ids, *, greedy=False, stop=(), images=None)`` take stop strings (an env
 prompt's ``AgentPrompt.stop``, e.g. ``("</action>",)``): a response ends right after the first
 one, which belongs to the response (HF: transformers' ``StopStringCriteria``; vLLM: ``stop`` with
 ``include_stop_str_in_output``), as it ends after a stop token (EOS). Token ids, log-probs and
 text stay consistent: the text is the decoded token ids, so when the token that completes a stop
-string reaches past it (a token such as ``">\n"``), its tail stays in the text.
+string reaches past it (a token such as ``">\n"``), its tail stays in the text. ``images``: each
+prompt's images, for a vision-language policy (``Policy.images``; HF only, the vLLM backend
+refuses them); a caller passes it only when some prompt has one, so a backend without images
+needs no such argument.
 
 Log-probabilities are ``log softmax(logits / temperature)`` of the sampled token (the full,
 temperature-scaled distribution; with ``top_p < 1`` this is the distribution before truncation, as
@@ -52,6 +55,7 @@ from agentenvs.learners.llm.policy import (
     prefix_cache,
     response_logprobs,
 )
+from agentenvs.learners.llm.vision import vision_kwargs
 
 __all__ = ["Sample", "HFGenerator", "SampledLogprobs", "response_end", "trim_response"]
 
@@ -227,10 +231,16 @@ class HFGenerator:
         """Nothing to restore (see :meth:`sleep`)."""
 
     def score(
-        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+        self,
+        prompts: Sequence[Sequence[int]],
+        responses: Sequence[Sequence[int]],
+        images: Sequence[Sequence[Any]] | None = None,
     ) -> list[list[float]]:
-        """Temperature-1 log-probs of each response token given its prompt, one list per pair."""
-        return response_logprobs(self.policy, prompts, responses, batch_size=self.batch_size)
+        """Temperature-1 log-probs of each response token given its prompt (and its images), one
+        list per pair."""
+        return response_logprobs(
+            self.policy, prompts, responses, batch_size=self.batch_size, images=images
+        )
 
     def _stop_criteria(self, stop: tuple[str, ...]) -> Any:
         """transformers' ``StopStringCriteria`` for ``stop``, built once per stop tuple (building
@@ -245,17 +255,28 @@ class HFGenerator:
 
     @torch.no_grad()
     def generate(
-        self, prompts: Sequence[Sequence[int]], *, greedy: bool = False, stop: Sequence[str] = ()
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        greedy: bool = False,
+        stop: Sequence[str] = (),
+        images: Sequence[Sequence[Any]] | None = None,
     ) -> list[Sample]:
-        """One :class:`Sample` per prompt; a row also stops right after any string of ``stop``."""
+        """One :class:`Sample` per prompt; a row also stops right after any string of ``stop``.
+        ``images``: each prompt's images (a vision-language policy), or ``None``."""
         out: list[Sample] = []
         for start in range(0, len(prompts), self.batch_size):
-            chunk = prompts[start : start + self.batch_size]
-            out.extend(self._generate_chunk(chunk, greedy, tuple(stop)))
+            chunk = slice(start, start + self.batch_size)
+            pixels = self.policy.pixels(None if images is None else images[chunk])
+            out.extend(self._generate_chunk(prompts[chunk], greedy, tuple(stop), pixels))
         return out
 
     def _generate_chunk(
-        self, prompts: Sequence[Sequence[int]], greedy: bool, stop: tuple[str, ...]
+        self,
+        prompts: Sequence[Sequence[int]],
+        greedy: bool,
+        stop: tuple[str, ...],
+        pixels: dict[str, torch.Tensor] | None = None,
     ) -> list[Sample]:
         from transformers import GenerationConfig, LogitsProcessorList
 
@@ -263,7 +284,7 @@ class HFGenerator:
         pad = policy.pad_id
         was_training = policy.model.training
         policy.model.eval()
-        shared = common_prefix_length(prompts) if self.prefix_cache else 0
+        shared = common_prefix_length(prompts) if self.prefix_cache and pixels is None else 0
         if shared < self.min_shared_prefix:
             shared = 0
         cache = None
@@ -292,10 +313,12 @@ class HFGenerator:
             **{k: v for k, v in _NEUTRAL_SAMPLING.items() if sample or k != "top_k"},
         )
         record = SampledLogprobs(self.temperature, self.top_p) if sample else SampledLogprobs()
+        ids = ids.to(policy.device)
         try:
             sequences = policy.model.generate(
-                input_ids=ids.to(policy.device),
+                input_ids=ids,
                 attention_mask=attn.to(policy.device),
+                **vision_kwargs(policy.model, ids, pixels),
                 **cache_kwargs(policy.model, cache),
                 generation_config=config,
                 logits_processor=LogitsProcessorList([record]),

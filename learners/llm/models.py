@@ -73,7 +73,8 @@ def convert_smollm2(out_dir: str | Path) -> Path:
 
 
 def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
-    """Map ``--model`` to a local HF directory: ``"tiny"``, a name of
+    """Map ``--model`` to a local HF directory: ``"tiny"``, ``"tiny-vl"`` (the vision-language
+    tiny model, :mod:`~agentenvs.learners.llm.tiny_vl`), a name of
     :data:`~agentenvs.learners.llm.tiny.RANDOM_MODELS` (``"random-60m"``), ``"smollm2"`` or an existing path.
 
     They are built once under ``cache_dir`` (default :data:`DEFAULT_CACHE`); the random models'
@@ -90,6 +91,13 @@ def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
 
             save_tiny(target, **RANDOM_MODELS.get(name, {}))
         return target
+    if name == "tiny-vl":
+        from agentenvs.learners.llm.tiny_vl import save_tiny_vl, tiny_vl_fingerprint
+
+        target = cache / f"tiny-qwen2-vl-{tiny_vl_fingerprint()}"
+        if not (target / "config.json").exists():
+            save_tiny_vl(target)
+        return target
     if name == "smollm2":
         target = cache / "smollm2-135m-instruct"
         if not (target / "config.json").exists():
@@ -98,7 +106,7 @@ def resolve_model(name: str, cache_dir: str | Path | None = None) -> Path:
     path = Path(name).expanduser()
     if not (path / "config.json").exists():
         raise FileNotFoundError(
-            f"{name!r} is not 'tiny', {', '.join(map(repr, RANDOM_MODELS))}, 'smollm2' or a local "
+            f"{name!r} is not 'tiny', 'tiny-vl', {', '.join(map(repr, RANDOM_MODELS))}, 'smollm2' or a local "
             "HF model directory (no config.json)"
         )
     return path

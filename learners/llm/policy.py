@@ -2,12 +2,15 @@
 
 This module holds:
 
-* :class:`Policy` - model + tokenizer + device; :meth:`Policy.chat_ids` renders chat messages
-  with the chat template (generation prompt appended) into token ids.
-* :func:`load_policy` - load a local HF model directory (optionally wrapped in a LoRA adapter).
+* :class:`Policy` - model + tokenizer + device (+ the image side of a vision-language model);
+  :meth:`Policy.chat_ids` renders chat messages with the chat template (generation prompt
+  appended) into token ids, a VLM's image marks expanded into its image tokens.
+* :func:`load_policy` - load a local HF model directory, text or vision-language (optionally
+  wrapped in a LoRA adapter on the language part).
 * :func:`enable_gradient_checkpointing` - HF non-reentrant checkpointing of every decoder layer.
 * :func:`collate` - pack (prompt, response) pairs: prompts left-padded so every response starts at
-  the same column, responses right-padded; optionally a shared prompt prefix split off.
+  the same column, responses right-padded; optionally a shared prompt prefix split off, or the
+  rows' pixel inputs carried along.
 * :func:`common_prefix_length` - the token prefix a batch of prompts shares.
 * :func:`response_logits` - the logits that predict each response token, ``(B, T, V)``, without
   computing the LM head over the prompt.
@@ -37,6 +40,9 @@ from typing import Any
 
 import torch
 from agentenvs.learners.llm.loss import token_logprobs
+from agentenvs.learners.llm.vision import ImageInputs, is_vision_config, vision_kwargs
+
+from agentenvs.core.prompting import IMAGE_PLACEHOLDER
 
 __all__ = [
     "Policy",
@@ -54,18 +60,35 @@ __all__ = [
 
 @dataclass
 class Policy:
-    """A causal LM with its tokenizer; ``device`` is where the model lives."""
+    """A causal LM with its tokenizer; ``device`` is where the model lives; ``images``: a
+    vision-language model's image side (``None`` for a text model)."""
 
     model: Any
     tokenizer: Any
     device: str = "cpu"
+    images: ImageInputs | None = None
 
-    def chat_ids(self, messages: Sequence[dict[str, str]], response_prefix: str = "") -> list[int]:
+    def chat_ids(
+        self,
+        messages: Sequence[dict[str, str]],
+        response_prefix: str = "",
+        images: Sequence[Any] = (),
+    ) -> list[int]:
         """Token ids of the chat ``messages`` (e.g. ``AgentPrompt.messages``) + the generation prompt.
 
         ``response_prefix`` (e.g. ``"<think>"``) is appended after the generation prompt: the
-        model continues from it.
+        model continues from it. A VLM replaces each ``<image>`` of the messages
+        (:data:`~agentenvs.core.prompting.IMAGE_PLACEHOLDER`) with the tokens of the next of
+        ``images`` (uint8 ``(H, W, 3)`` arrays, e.g. ``AgentPrompt.images``); a text model given
+        images raises ``ValueError``.
         """
+        if self.images is None and len(images):
+            raise ValueError("this policy's model is text-only: it cannot take the prompt's images")
+        if self.images is not None:
+            mark = self.images.mark
+            messages = [
+                {**m, "content": m["content"].replace(IMAGE_PLACEHOLDER, mark)} for m in messages
+            ]
         ids = self.tokenizer.apply_chat_template(
             list(messages), add_generation_prompt=True, tokenize=True
         )
@@ -76,7 +99,15 @@ class Policy:
             if response_prefix
             else []
         )
-        return list(ids) + list(prefix)
+        ids = list(ids) + list(prefix)
+        return ids if self.images is None else self.images.expand(ids, images)
+
+    def pixels(self, rows: Sequence[Sequence[Any]] | None) -> dict[str, torch.Tensor] | None:
+        """The model's pixel inputs for the images of ``rows`` (one sequence per prompt, in
+        order), or ``None`` for a text model, no rows or rows without images."""
+        if self.images is None or rows is None:
+            return None
+        return self.images.pixels(rows)
 
     @property
     def stop_ids(self) -> list[int]:
@@ -99,26 +130,50 @@ def load_policy(
     dtype: torch.dtype = torch.float32,
     lora_rank: int = 0,
     lora_alpha: int = 32,
+    train_vision: bool = False,
 ) -> Policy:
     """Load a local HF model directory; ``lora_rank > 0`` wraps it in a peft LoRA adapter.
 
     With LoRA only the adapter trains and the reference policy is the base model (adapter disabled).
+    A vision-language directory (its config has a ``vision_config``; Qwen2-VL's layout) loads with
+    its image processor; its vision tower is frozen unless ``train_vision`` (with LoRA: the
+    adapter covers the language model's linear layers, and the vision tower's too with
+    ``train_vision``).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    vision = is_vision_config(AutoConfig.from_pretrained(str(path), local_files_only=True))
+    images = None
+    if vision:
+        from transformers import AutoImageProcessor, AutoModelForImageTextToText
+
+        processor = AutoImageProcessor.from_pretrained(str(path), local_files_only=True)
+        images = ImageInputs(processor, tokenizer)
+        loader: Any = AutoModelForImageTextToText
+    else:
+        loader = AutoModelForCausalLM
     # Policy.model's type: the transformers model, or its peft wrapper below
-    model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, local_files_only=True)
+    model: Any = loader.from_pretrained(str(path), dtype=dtype, local_files_only=True)
+    if vision and not train_vision:
+        model.model.visual.requires_grad_(False)
     if lora_rank > 0:
         try:
             from peft import LoraConfig, get_peft_model
         except ImportError as exc:
             raise ImportError("LoRA needs peft: pip install 'agentenvs[llm]'") from exc
+        targets: Any = "all-linear"
+        if vision:  # peft's "all-linear" would adapt the vision tower too
+            targets = (
+                r".*language_model\..*\.(q_proj|k_proj|v_proj|o_proj|gate_proj|up_proj|down_proj)"
+            )
+            if train_vision:
+                targets = rf"({targets})|(.*visual\.blocks\..*\.(qkv|attn\.proj|fc1|fc2))"
         config = LoraConfig(
-            r=lora_rank, lora_alpha=lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+            r=lora_rank, lora_alpha=lora_alpha, target_modules=targets, task_type="CAUSAL_LM"
         )
         model = get_peft_model(model, config)
-    return Policy(model.to(device), tokenizer, device)
+    return Policy(model.to(device), tokenizer, device, images)
 
 
 def enable_gradient_checkpointing(model: Any) -> None:
@@ -148,6 +203,7 @@ class PackedBatch:
         prompt_len: columns before the responses.
         prefix_ids: ``(1, P)`` long, the token prefix every prompt shares and that is *not* in
             ``input_ids`` (run once and broadcast by :func:`response_logits`), or ``None``.
+        pixels: a VLM's pixel inputs for the rows' images (:meth:`Policy.pixels`), or ``None``.
     """
 
     input_ids: torch.Tensor
@@ -157,9 +213,14 @@ class PackedBatch:
     response_mask: torch.Tensor
     prompt_len: int
     prefix_ids: torch.Tensor | None = None
+    pixels: dict[str, torch.Tensor] | None = None
 
     def to(self, device: str) -> PackedBatch:
-        moved = {k: v.to(device) for k, v in vars(self).items() if isinstance(v, torch.Tensor)}
+        moved: dict[str, Any] = {
+            k: v.to(device) for k, v in vars(self).items() if isinstance(v, torch.Tensor)
+        }
+        if self.pixels is not None:
+            moved["pixels"] = {k: v.to(device) for k, v in self.pixels.items()}
         return PackedBatch(**{**vars(self), **moved})
 
 
@@ -181,15 +242,17 @@ def collate(
     responses: Sequence[Sequence[int]],
     pad_id: int,
     min_shared_prefix: int = 0,
+    pixels: dict[str, torch.Tensor] | None = None,
 ) -> PackedBatch:
     """Pack pairs so all responses start at the same column (see :class:`PackedBatch`).
 
     With ``min_shared_prefix > 0`` a common prompt prefix at least that long is split off into
-    ``prefix_ids`` (positions continue after it).
+    ``prefix_ids`` (positions continue after it); never with ``pixels`` (the rows' images: the
+    model places them by their tokens, which must stay in ``input_ids``).
     """
     if len(prompts) != len(responses) or not prompts:
         raise ValueError("need as many responses as prompts, at least one")
-    shared = common_prefix_length(prompts) if min_shared_prefix > 0 else 0
+    shared = common_prefix_length(prompts) if min_shared_prefix > 0 and pixels is None else 0
     shared = shared if shared >= max(min_shared_prefix, 1) else 0
     rests = [list(p[shared:]) for p in prompts]
     p_len = max(len(p) for p in rests)
@@ -202,7 +265,8 @@ def collate(
         attn[i, p_len - len(p) : p_len + len(r)] = 1
     positions = (attn.cumsum(-1) - 1).clamp(min=0) + shared
     prefix = torch.as_tensor([list(prompts[0][:shared])], dtype=torch.long) if shared else None
-    return PackedBatch(ids, attn, positions, ids[:, p_len:], attn[:, p_len:].float(), p_len, prefix)
+    response_mask = attn[:, p_len:].float()
+    return PackedBatch(ids, attn, positions, ids[:, p_len:], response_mask, p_len, prefix, pixels)
 
 
 def cache_kwargs(model: Any, cache: Any) -> dict[str, Any]:
@@ -238,7 +302,9 @@ def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
     out = model(
         input_ids=batch.input_ids,
         attention_mask=attn,
-        position_ids=batch.position_ids,
+        # with images the model builds its own (multimodal rotary) positions from the tokens
+        position_ids=batch.position_ids if batch.pixels is None else None,
+        **vision_kwargs(model, batch.input_ids, batch.pixels),
         **cache_kwargs(model, cache),
         logits_to_keep=t + 1,
         use_cache=cache is not None,
@@ -255,14 +321,16 @@ def response_logprobs(
     temperature: float = 1.0,
     batch_size: int = 8,
     min_shared_prefix: int = 0,
+    images: Sequence[Sequence[Any]] | None = None,
 ) -> list[list[float]]:
     """``log softmax(logits / temperature)`` of each response token under ``policy.model``'s current
     weights (no gradients; runs in the caller's autocast context, if any): one list per response,
-    as long as it, in batches of ``batch_size`` pairs."""
+    as long as it, in batches of ``batch_size`` pairs. ``images``: each prompt's images (a VLM)."""
     out: list[list[float]] = []
     for start in range(0, len(prompts), batch_size):
         rows = slice(start, start + batch_size)
-        batch = collate(prompts[rows], responses[rows], policy.pad_id, min_shared_prefix)
+        pixels = policy.pixels(None if images is None else images[rows])
+        batch = collate(prompts[rows], responses[rows], policy.pad_id, min_shared_prefix, pixels)
         batch = batch.to(policy.device)
         lp = token_logprobs(response_logits(policy.model, batch), batch.response_ids, temperature)
         out += [lp[i, : len(r)].float().cpu().tolist() for i, r in enumerate(responses[rows])]

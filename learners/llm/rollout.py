@@ -3,15 +3,15 @@
 This module holds:
 
 * :class:`Response` - the text sent to an env (a ``str``) that carries the sample behind it
-  (``prompt_ids``, ``response_ids``, ``logprobs``, ``truncated``). Credit wrappers record the
-  action object they are given as ``Step.action``, so the learner finds its token ids again in the
-  credited groups.
+  (``prompt_ids``, ``response_ids``, ``logprobs``, ``truncated``, and the prompt's ``images``).
+  Credit wrappers record the action object they are given as ``Step.action``, so the learner
+  finds its token ids again in the credited groups.
 * :class:`Sampler` - renders each env's prompt (the env's own :class:`~agentenvs.core.AgentPrompt`),
   applies the chat template, generates all responses of a turn in one batched call that stops
   each response after its prompt's stop string (``AgentPrompt.stop``, e.g. ``"</action>"``);
   an optional ``progress`` callback hears of every finished episode (a tqdm bar's ``update``).
 * :func:`prompt_ids` - the token ids of one step's prompt, as the learner shows it (chat template
-  and response prefix included).
+  and response prefix included; a VLM's image tokens expanded).
 * :func:`prompts_of` - the env's prompt (its ``agent_prompt`` hook, or the generic prompt).
 * :func:`collect_sequential` - single credit-wrapped envs: env ``i`` plays ``tasks[i]`` until its
   wrapper hands out a credited group in ``info["credit"]`` (``group_size`` episodes in a row).
@@ -24,7 +24,7 @@ This module holds:
 * :func:`take_samples` - move each credited step's sample from its :class:`Response` action into
   ``Step.extras`` (``prompt_ids`` int32, ``response_ids`` int32, ``logprobs`` float32,
   ``truncated`` bool: the response hit the token budget without stopping; not the episode's
-  ``Step.truncated``).
+  ``Step.truncated``; ``images``, a tuple of uint8 ``(H, W, 3)`` arrays, where the prompt had any).
 * :class:`RolloutStats` - counts and the generation / environment time split.
 
 The learner never computes credit: advantages are what the wrappers wrote into the steps.
@@ -52,7 +52,7 @@ from agentenvs.learners.llm.policy import Policy
 from agentenvs.core import AgentPrompt, EpisodeMemory, Trajectory, episode_success
 from agentenvs.core.prompting import agent_prompt_for
 from agentenvs.core.trajectory import Step
-from agentenvs.vector import group_size_of, sub_info
+from agentenvs.vector import group_size_of, sub_info, sub_observation
 
 __all__ = [
     "Response",
@@ -84,6 +84,7 @@ class Response(str):
     response_ids: np.ndarray
     logprobs: np.ndarray
     truncated: bool
+    images: tuple[np.ndarray, ...]
 
     def __new__(
         cls,
@@ -92,16 +93,25 @@ class Response(str):
         response_ids: Sequence[int],
         logprobs: Sequence[float],
         truncated: bool = False,
+        images: Sequence[np.ndarray] = (),
     ) -> Response:
         self = super().__new__(cls, text)
         self.prompt_ids = np.asarray(prompt_ids, dtype=np.int32)
         self.response_ids = np.asarray(response_ids, dtype=np.int32)
         self.logprobs = np.asarray(logprobs, dtype=np.float32)
         self.truncated = bool(truncated)
+        self.images = tuple(images)
         return self
 
     def __reduce__(self) -> tuple[type[Response], tuple[Any, ...]]:  # pickles into workers
-        args = (str(self), self.prompt_ids, self.response_ids, self.logprobs, self.truncated)
+        args = (
+            str(self),
+            self.prompt_ids,
+            self.response_ids,
+            self.logprobs,
+            self.truncated,
+            self.images,
+        )
         return (Response, args)
 
 
@@ -127,7 +137,8 @@ class Sampler:
     Args:
         policy: the model and tokenizer (the chat template is the only formatting applied here).
         generator: a sampling backend with ``generate(prompt_ids, greedy=..., stop=...) ->
-            [Sample]`` (``stop``: strings after which a response ends; ``()`` for none).
+            [Sample]`` (``stop``: strings after which a response ends; ``()`` for none), and
+            ``images=`` (each prompt's images) where the prompts have images.
         greedy: greedy decoding (evaluation) instead of sampling.
         stop_at_action_end: pass each prompt's stop strings (``AgentPrompt.stop``) to the
             generator, so a response ends right after its closing action tag. Requests whose
@@ -156,13 +167,18 @@ class Sampler:
         self, requests: Sequence[tuple[AgentPrompt, EpisodeMemory, Any, dict[str, Any]]]
     ) -> list[Response]:
         ids = [self.context_ids(*request) for request in requests]
+        images = [prompt.images(*rest) for prompt, *rest in requests]
         t0 = time.perf_counter()
         by_stop: dict[tuple[str, ...], list[int]] = {}
         for i, (p, *_) in enumerate(requests):
             by_stop.setdefault(tuple(p.stop) if self.stop_at_action_end else (), []).append(i)
         samples: list[Any] = [None] * len(requests)
         for stop, rows in by_stop.items():
-            got = self.generator.generate([ids[i] for i in rows], greedy=self.greedy, stop=stop)
+            seen = [images[i] for i in rows]
+            extra = {"images": seen} if any(seen) else {}
+            got = self.generator.generate(
+                [ids[i] for i in rows], greedy=self.greedy, stop=stop, **extra
+            )
             for i, s in zip(rows, got, strict=True):
                 samples[i] = s
         self.stats.generate_s += time.perf_counter() - t0
@@ -174,8 +190,9 @@ class Sampler:
                 s.token_ids,
                 s.logprobs,
                 s.truncated,
+                shown,
             )
-            for (p, *_), ids_of_prompt, s in zip(requests, ids, samples, strict=True)
+            for (p, *_), ids_of_prompt, s, shown in zip(requests, ids, samples, images, strict=True)
         ]
 
     def context_ids(
@@ -197,8 +214,11 @@ def prompt_ids(
     policy: Policy, prompt: AgentPrompt, memory: EpisodeMemory, observation: Any, info: dict
 ) -> list[int]:
     """The prompt tokens of one step: ``prompt``'s chat for (``memory``, ``observation``,
-    ``info``) under the policy's chat template, ending with the prompt's response prefix."""
-    return policy.chat_ids(prompt.messages(memory, observation, info), prompt.response_prefix)
+    ``info``) under the policy's chat template, ending with the prompt's response prefix, its
+    images' tokens in place (a VLM; ``prompt.images``)."""
+    messages = prompt.messages(memory, observation, info)
+    images = prompt.images(memory, observation, info)
+    return policy.chat_ids(messages, prompt.response_prefix, images)
 
 
 def prompts_of(
@@ -236,6 +256,8 @@ def take_samples(group: Sequence[Trajectory]) -> bool:
                 logprobs=r.logprobs,
                 truncated=r.truncated,
             )
+            if r.images:
+                step.extras["images"] = r.images
             step.action = str(r)
     return True
 
@@ -397,15 +419,21 @@ def collect_parallel(
             f"{n} sub-envs in blocks of {size} need {n // size} tasks, got {len(tasks)}"
         )
     t0 = time.perf_counter()
+    # Gymnasium batches a Dict space (a visual env's text and image) from every sub-env's last
+    # observation, which a sub-env not yet reset lacks: there the first block's reset is a full one.
+    full_first = isinstance(envs.single_observation_space, gym.spaces.Dict)
     obs: list[Any] = [None] * n
     infos: list[dict[str, Any]] = [{} for _ in range(n)]
     for b, task in enumerate(tasks):
         mask = np.zeros(n, bool)
         mask[b * size : (b + 1) * size] = True
-        batch, batch_infos = envs.reset(options={"task_id": task, "reset_mask": mask})
+        options = (
+            {"task_id": task} if full_first and b == 0 else {"task_id": task, "reset_mask": mask}
+        )
+        batch, batch_infos = envs.reset(options=options)
         block_infos = _unbatch(batch_infos, n)
         for i in np.flatnonzero(mask):
-            obs[i], infos[i] = batch[i], block_infos[i]
+            obs[i], infos[i] = sub_observation(batch, int(i)), block_infos[i]
     stats.env_s += time.perf_counter() - t0
     memories = [EpisodeMemory() for _ in range(n)]
     active = np.ones(n, bool)
@@ -429,7 +457,7 @@ def collect_parallel(
                     dropped += 1
         for i in idx:
             _record(stats, memories[i], prompts[i], obs[i], actions[i], step_infos[i])
-            obs[i], infos[i] = batch[i], step_infos[i]
+            obs[i], infos[i] = sub_observation(batch, i), step_infos[i]
             if terminated[i] or truncated[i]:
                 active[i] = False
                 sample.episode_done()

@@ -1,7 +1,8 @@
 """Random causal LMs and a byte-level BPE tokenizer trained in code: ``--model tiny`` and ``random-60m``.
 
-This module holds :func:`build_tiny_tokenizer`, :func:`build_tiny_model`, :data:`RANDOM_MODELS`
-(the larger random sizes by ``--model`` name), :func:`save_tiny` and :func:`tiny_fingerprint`.
+This module holds :func:`build_tiny_tokenizer`, :func:`build_tiny_model`, :func:`seeded_model`
+(a model class built from a seed), :data:`RANDOM_MODELS` (the larger random sizes by ``--model``
+name), :func:`save_tiny` and :func:`tiny_fingerprint`.
 
 Nothing is downloaded: the tokenizer is trained on a fixed text corpus shipped beside this module
 (``tiny_corpus.json``: action-format snippets and rendered agent prompts), the model is a Qwen2
@@ -31,6 +32,7 @@ __all__ = [
     "CHAT_TEMPLATE",
     "build_tiny_tokenizer",
     "build_tiny_model",
+    "seeded_model",
     "RANDOM_MODELS",
     "save_tiny",
     "tiny_fingerprint",
@@ -102,7 +104,6 @@ def build_tiny_model(
     the MLP's width (default ``2 * hidden_size``); every head attends with its own keys and values
     (no grouped-query attention).
     """
-    import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(
@@ -118,10 +119,18 @@ def build_tiny_model(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
+    return seeded_model(Qwen2ForCausalLM, config, tokenizer, seed)
+
+
+def seeded_model(model_cls: Any, config: Any, tokenizer: Any, seed: int) -> Any:
+    """``model_cls(config)`` with weights drawn from ``seed`` (torch's global RNG is left as it
+    was), ``tokenizer``'s EOS and pad in its generation config, in eval mode."""
+    import torch
+
     state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
-        model = Qwen2ForCausalLM(config)
+        model = model_cls(config)
     finally:
         torch.random.set_rng_state(state)
     model.generation_config.eos_token_id = tokenizer.eos_token_id

@@ -94,6 +94,7 @@ from agentenvs.learners.llm.parallel import check_parallel, full_policy
 from agentenvs.learners.llm.policy import Policy
 from agentenvs.learners.llm.rollout import Sampler, episode_bar
 from agentenvs.learners.llm.update import PPOUpdate
+from agentenvs.learners.llm.vision import images_of
 from tqdm.auto import tqdm
 
 from agentenvs.core.store import TrajectoryStore
@@ -111,6 +112,11 @@ def build_generator(
 
         if model_path is None:
             raise ValueError("the vLLM backend needs the model directory (model_path)")
+        if policy.images is not None:
+            raise ValueError(
+                "the vLLM backend takes text models only; train a vision-language model with "
+                "--backend hf (docs/visual-agents.md)"
+            )
         return VLLMGenerator(
             policy,
             model_path,
@@ -137,7 +143,7 @@ def build_generator(
 
 
 #: The learner's per-step sample in ``Step.extras``, not stored unless ``config.store_extras``.
-SAMPLE_EXTRAS = ("prompt_ids", "response_ids", "logprobs")
+SAMPLE_EXTRAS = ("prompt_ids", "response_ids", "logprobs", "images")
 
 
 class Trainer:
@@ -386,9 +392,11 @@ class Trainer:
         chosen = chosen[: self.config.logprob_check_samples]
         if not chosen:
             return {}
+        pictures = images_of(chosen)
         backend = self.generator.score(
             [s.extras["prompt_ids"].tolist() for s in chosen],
             [s.extras["response_ids"].tolist() for s in chosen],
+            **({} if pictures is None else {"images": pictures}),
         )
         ours = self.updater.no_grad_logprobs(self.policy.model, chosen, range(len(chosen)), 1.0)
         trainer = [ours[i] for i in range(len(chosen))]

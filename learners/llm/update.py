@@ -44,6 +44,7 @@ from agentenvs.learners.llm.policy import (
     response_logprobs,
 )
 from agentenvs.learners.llm.precision import DTYPES, MixedPrecision, autocast_dtype
+from agentenvs.learners.llm.vision import images_of
 
 from agentenvs.core.trajectory import Step
 
@@ -158,6 +159,7 @@ class PPOUpdate:
             [s.extras["response_ids"].tolist() for s in samples],
             self.policy.pad_id,
             min_shared_prefix=self._shared_prefix,
+            pixels=self.policy.pixels(images_of(samples)),
         ).to(self.policy.device)
 
     def no_grad_logprobs(
@@ -176,6 +178,7 @@ class PPOUpdate:
                     temperature=temperature,
                     batch_size=len(idx),
                     min_shared_prefix=self._shared_prefix,
+                    images=images_of([samples[i] for i in idx]),
                 )
             out.update(
                 {i: np.asarray(lp, dtype=np.float32) for i, lp in zip(idx, lps, strict=True)}

@@ -72,6 +72,7 @@ __all__ = [
     "vllm_lora_rank",
     "samples_from_vllm",
     "prompt_logprobs_tail",
+    "refuse_images",
 ]
 
 #: The oldest vLLM the backend runs on.
@@ -80,6 +81,16 @@ MIN_VLLM_VERSION = "0.8.3"
 PROCESSED_LOGPROBS_VERSION = "0.10.2"
 #: The ``max_lora_rank`` values every vLLM since ``MIN_VLLM_VERSION`` accepts.
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def refuse_images(images: Sequence[Sequence[Any]] | None) -> None:
+    """``NotImplementedError`` when any prompt of ``images`` has an image: the vLLM backend
+    takes text prompts only (a vision-language model trains with ``--backend hf``)."""
+    if images is not None and any(len(row) for row in images):
+        raise NotImplementedError(
+            "the vLLM backend takes text prompts only; train a vision-language model with "
+            "--backend hf (docs/visual-agents.md)"
+        )
 
 
 def check_vllm_version(version: str) -> bool:
@@ -284,10 +295,18 @@ class VLLMGenerator:
 
     # -- generation --------------------------------------------------------------------------------
     def generate(
-        self, prompts: Sequence[Sequence[int]], *, greedy: bool = False, stop: Sequence[str] = ()
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        greedy: bool = False,
+        stop: Sequence[str] = (),
+        images: Sequence[Sequence[Any]] | None = None,
     ) -> list[Sample]:
-        """One :class:`Sample` per prompt; a row also stops right after any string of ``stop``."""
+        """One :class:`Sample` per prompt; a row also stops right after any string of ``stop``.
+        Image prompts (``images``) are refused: this backend is text-only (docs/visual-agents.md)."""
         from vllm import SamplingParams
+
+        refuse_images(images)
 
         self.wake_up()
         params = SamplingParams(
@@ -309,11 +328,16 @@ class VLLMGenerator:
         )
 
     def score(
-        self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]]
+        self,
+        prompts: Sequence[Sequence[int]],
+        responses: Sequence[Sequence[int]],
+        images: Sequence[Sequence[Any]] | None = None,
     ) -> list[list[float]]:
         """Temperature-1 log-probs of each response token given its prompt under the engine's
         current weights (``prompt_logprobs`` of prompt + response, one token generated)."""
         from vllm import SamplingParams
+
+        refuse_images(images)
 
         self.wake_up()
         params = SamplingParams(

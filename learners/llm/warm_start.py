@@ -94,12 +94,13 @@ Teacher = Callable[[dict[str, Any]], tuple[str | None, tuple[str, ...]]]
 @dataclass(frozen=True)
 class WarmState:
     """One state of a walk: its prompt tokens as the learner shows them, the targets to imitate
-    there (the admissible actions, or the expert's command) and its turn in the episode
-    (1-based)."""
+    there (the admissible actions, or the expert's command), its turn in the episode
+    (1-based) and its prompt's images (a visual env's; ``()`` for text)."""
 
     prompt_ids: list[int]
     actions: tuple[str, ...]
     turn: int
+    images: tuple[Any, ...] = ()
 
 
 def _env_name(env: gym.Env) -> str:
@@ -183,7 +184,8 @@ class Walker(Sampler):
                 out.append("")
                 continue
             ids = prompt_ids(self.policy, prompt, memory, observation, info)
-            self.states.append(WarmState(ids, targets, len(memory) + 1))
+            images = tuple(prompt.images(memory, observation, info))
+            self.states.append(WarmState(ids, targets, len(memory) + 1, images))
             if self.on_state is not None:
                 self.on_state(1)
             out.append(prompt.response_prefix + prompt.answer(action))
@@ -329,7 +331,9 @@ def supervised_warm_start(
             + [tok.eos_token_id]
             for s in picks
         ]
-        batch = collate([s.prompt_ids for s in picks], answers, policy.pad_id).to(policy.device)
+        pixels = policy.pixels([s.images for s in picks])
+        batch = collate([s.prompt_ids for s in picks], answers, policy.pad_id, pixels=pixels)
+        batch = batch.to(policy.device)
         logp = token_logprobs(response_logits(policy.model, batch), batch.response_ids)
         loss = -(logp * batch.response_mask).sum() / batch.response_mask.sum()
         optimizer.zero_grad(set_to_none=True)
