@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from gymnasium import spaces
 
+from agentenvs.core.prompting import AgentPrompt, check_prompt_style
 from agentenvs.webshop.env import WebShopEnv
 from agentenvs.webshop.html import html_nodes
 from agentenvs.webshop.pages import to_text, to_text_rich
+from agentenvs.webshop.prompts import CompactScreenshotWebShopPrompt, ScreenshotWebShopPrompt
 from agentenvs.webshop.shop import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:  # selenium is the webshop extra's; imported where the browser starts
@@ -155,6 +157,19 @@ class WebShopBrowserEnv(WebShopEnv):
         self._browser: _Browser | None = None
         self._finalizer: weakref.finalize | None = None
         self._sid = ""
+
+    def agent_prompt(
+        self, style: str = "reference", history_length: int | None = None
+    ) -> AgentPrompt:
+        """As :meth:`WebShopEnv.agent_prompt <agentenvs.webshop.env.WebShopEnv.agent_prompt>`; in
+        the screenshot mode :class:`~agentenvs.webshop.prompts.ScreenshotWebShopPrompt` or
+        :class:`~agentenvs.webshop.prompts.CompactScreenshotWebShopPrompt`: the page is its
+        screenshot (docs/visual-agents.md)."""
+        if self.observation_mode != "screenshot":
+            return super().agent_prompt(style, history_length)
+        reference = check_prompt_style(style) == "reference"
+        cls = ScreenshotWebShopPrompt if reference else CompactScreenshotWebShopPrompt
+        return cls() if history_length is None else cls(history_length=history_length)
 
     # -- the browser ---------------------------------------------------------------------------------
     def _ensure_browser(self) -> _Browser:

@@ -6,6 +6,10 @@ has a search bar, then ``click[...]`` per clickable), :class:`WebShopPrompt` (th
 ``WEBSHOP_TEMPLATE`` / ``WEBSHOP_TEMPLATE_NO_HIS``, history of 2 steps, falling back to the no-history
 text above 13,000 characters) and :class:`CompactWebShopPrompt`. Both store the env's projection of
 a response (the lower-cased ``<action>`` content; without tags, the last 20 characters).
+:class:`ScreenshotWebShopPrompt` and :class:`CompactScreenshotWebShopPrompt` are the two for
+``WebShopBrowser-v0``'s screenshot mode: the current page is its screenshot, at the
+:data:`~agentenvs.core.prompting.IMAGE_PLACEHOLDER` where the page text would be; the task, the
+admissible actions and the history stay text.
 
 >>> obs = "Instruction: [SEP] Find a mug [SEP] Back to Search [SEP] Page 1 (Total results: 0) [SEP] Next >"
 >>> format_page(obs, "Find a mug")
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentenvs.core.parsing import parse_action_verl
-from agentenvs.core.prompting import AgentPrompt, EpisodeMemory, recent_moves
+from agentenvs.core.prompting import IMAGE_PLACEHOLDER, AgentPrompt, EpisodeMemory, recent_moves
 
 __all__ = [
     "WEBSHOP_TEMPLATE",
@@ -29,6 +33,8 @@ __all__ = [
     "available_action_list",
     "WebShopPrompt",
     "CompactWebShopPrompt",
+    "ScreenshotWebShopPrompt",
+    "CompactScreenshotWebShopPrompt",
 ]
 
 _SEP = " [SEP] "
@@ -99,7 +105,7 @@ class WebShopPrompt(AgentPrompt):
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
         task = _task(info)
         actions = "\n".join(f"'{a}'," for a in _actions(info))
-        page = format_page(observation, task)
+        page = self.page(observation, task)
         no_history = WEBSHOP_TEMPLATE_NO_HIS.format(
             task_description=task, current_observation=page, available_actions=actions
         )
@@ -117,6 +123,10 @@ class WebShopPrompt(AgentPrompt):
             available_actions=actions,
         )
         return no_history if len(text) > _MAX_PROMPT_CHARS else text
+
+    def page(self, observation: Any, task: str) -> str:
+        """How the current page reads in the prompt: :func:`format_page` of the observation."""
+        return format_page(observation, task)
 
     def project(self, response: str) -> str:
         """The projected command (lower-cased tag content, or the last 20 characters).
@@ -149,7 +159,7 @@ class CompactWebShopPrompt(WebShopPrompt):
 
     def render(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> str:
         task = _task(info).strip().rstrip(".")
-        page = format_page(observation, _task(info))
+        page = self.page(observation, _task(info))
         if len(page) > self.max_page_chars:
             page = page[: self.max_page_chars] + " ..."
         lines = [f"Task: {task}.", f"Page: {page}"]
@@ -159,3 +169,35 @@ class CompactWebShopPrompt(WebShopPrompt):
         lines.append(f"Actions: {' | '.join(info.get('admissible_actions') or [])}")
         lines.append("Answer as <think>one short sentence</think><action>one action</action>.")
         return "\n".join(lines)
+
+
+class _Screenshot:
+    """The page as its screenshot (a ``{"text", "image"}`` observation): the image mark stands
+    where the page text would be, and the screenshot is the step's one image."""
+
+    def page(self, observation: Any, task: str) -> str:
+        return (
+            IMAGE_PLACEHOLDER if isinstance(observation, dict) else format_page(observation, task)
+        )
+
+    def images(self, memory: EpisodeMemory, observation: Any, info: dict[str, Any]) -> list[Any]:
+        return [observation["image"]] if isinstance(observation, dict) else []
+
+
+@dataclass
+class ScreenshotWebShopPrompt(_Screenshot, WebShopPrompt):
+    """:class:`WebShopPrompt` with the current page shown as its screenshot.
+
+    >>> import numpy as np
+    >>> obs = {"text": "WebShop [SEP] Instruction: [SEP] Find a mug [SEP] Search", "image": np.zeros((8, 8, 3), np.uint8)}
+    >>> p = ScreenshotWebShopPrompt()
+    >>> "Your current observation is: <image>." in p.render(EpisodeMemory(), obs, {"task": "Find a mug"})
+    True
+    >>> [image.shape for image in p.images(EpisodeMemory(), obs, {})]
+    [(8, 8, 3)]
+    """
+
+
+@dataclass
+class CompactScreenshotWebShopPrompt(_Screenshot, CompactWebShopPrompt):
+    """:class:`CompactWebShopPrompt` with the current page shown as its screenshot."""

@@ -228,3 +228,35 @@ def test_train_llm_names_the_env_and_the_model_when_they_do_not_fit(tmp_path):
         f"train_llm.py: {VISUAL} observes images but the model tiny is text-only: use a "
         "vision-language model (--model tiny-vl or a local Qwen2-VL directory)"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_webshop_screenshot_episode_trains_end_to_end(tmp_path):
+    """WebShopBrowser-v0's screenshot mode through rollout and update: each step's prompt holds
+    the 1280x800 page as 60 image tokens (resized to 280x168), and the update takes them."""
+    import os
+
+    pytest.importorskip("selenium")
+    if not all(os.path.exists(p) for p in ("/usr/bin/chromium", "/usr/bin/chromedriver")):
+        pytest.skip("Chromium and chromium-driver are not installed")
+
+    def make_env():
+        env = gym.make("agentenvs/WebShopBrowser-v0", observation_mode="screenshot", max_steps=2)
+        return GraphCreditWrapper(env, group_size=2)
+
+    config = TrainConfig(iterations=1, seed=0, max_new_tokens=8, eval_tasks=1, torch_threads=1)
+    trainer = Trainer(
+        config, tiny_vl_policy(), tmp_path, [make_env], tensorboard=False, progress=False
+    )
+    try:
+        groups, _, _ = trainer.collect()
+        steps = [s for g in groups for t in g for s in t.steps]
+        assert len(steps) == 4  # 2 episodes of 2 steps
+        for s in steps:
+            assert s.extras["images"][0].shape == (800, 1280, 3)
+            assert s.extras["prompt_ids"].tolist().count(trainer.policy.images.image_token_id) == 60
+            s.advantage = 1.0 if len(s.extras["response_ids"]) % 2 else -1.0
+        assert np.isfinite(trainer.update(steps)["loss"])
+    finally:
+        trainer.close()
