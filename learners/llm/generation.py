@@ -55,7 +55,7 @@ from agentenvs.learners.llm.policy import (
     prefix_cache,
     response_logprobs,
 )
-from agentenvs.learners.llm.vision import vision_kwargs
+from agentenvs.learners.llm.vision import mark_ids, vision_kwargs
 
 __all__ = ["Sample", "HFGenerator", "SampledLogprobs", "response_end", "trim_response"]
 
@@ -309,6 +309,7 @@ class HFGenerator:
             do_sample=sample,
             eos_token_id=policy.stop_ids,
             pad_token_id=pad,
+            suppress_tokens=mark_ids(policy.model) or None,  # a VLM's image marks
             # top_k only matters (and is only accepted without a warning) when sampling
             **{k: v for k, v in _NEUTRAL_SAMPLING.items() if sample or k != "top_k"},
         )

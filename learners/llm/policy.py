@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 from agentenvs.learners.llm.loss import token_logprobs
-from agentenvs.learners.llm.vision import ImageInputs, is_vision_config, vision_kwargs
+from agentenvs.learners.llm.vision import ImageInputs, is_vision_config, mask_marks, vision_kwargs
 
 from agentenvs.core.prompting import IMAGE_PLACEHOLDER
 
@@ -285,7 +285,8 @@ def prefix_cache(model: Any, prefix_ids: torch.Tensor) -> Any:
 
 
 def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
-    """Logits predicting each response token, ``(B, T, V)`` (the LM head runs on ``T + 1`` columns).
+    """Logits predicting each response token, ``(B, T, V)`` (the LM head runs on ``T + 1`` columns;
+    a VLM's image marks masked out, :func:`~agentenvs.learners.llm.vision.mask_marks`).
 
     A ``prefix_ids`` batch runs the shared prefix once (with gradients, when enabled) and gives
     every row its KV cache: same values and gradients as the unshared layout, less compute.
@@ -309,7 +310,7 @@ def response_logits(model: Any, batch: PackedBatch) -> torch.Tensor:
         logits_to_keep=t + 1,
         use_cache=cache is not None,
     )
-    return out.logits[:, :-1]
+    return mask_marks(model, out.logits[:, :-1])
 
 
 @torch.no_grad()

@@ -112,11 +112,6 @@ def build_generator(
 
         if model_path is None:
             raise ValueError("the vLLM backend needs the model directory (model_path)")
-        if policy.images is not None:
-            raise ValueError(
-                "the vLLM backend takes text models only; train a vision-language model with "
-                "--backend hf (docs/visual-agents.md)"
-            )
         return VLLMGenerator(
             policy,
             model_path,

@@ -3,10 +3,13 @@
 This module holds:
 
 * :class:`ImageInputs` - a VLM's image processor and image tokens: it checks a step's images,
-  expands the prompt's image marks into the model's image tokens (:meth:`ImageInputs.expand`) and
+  expands the prompt's image marks into the model's image tokens (:meth:`ImageInputs.expand`,
+  undone by :meth:`ImageInputs.collapse`) and
   turns the images of a batch of rows into the model's pixel inputs (:meth:`ImageInputs.pixels`).
 * :func:`vision_kwargs` - the keyword arguments a VLM forward or ``generate`` takes for those
   pixel inputs (``pixel_values``, ``image_grid_thw`` and the image-token mask).
+* :func:`mark_ids` and :func:`mask_marks` - the image and video marks a response may not hold
+  (sampling suppresses them; training's logits exclude them, so both see one distribution).
 * :func:`images_of` - the images of each step's prompt (``Step.extras["images"]``).
 * :func:`is_vision_config` - whether a model config is a vision-language one.
 * :func:`check_modalities` - a one-line error when a text model meets an image env or a VLM a
@@ -27,8 +30,9 @@ the pixels the sample was drawn from.
 >>> inputs = ImageInputs(build_tiny_image_processor(), tok)
 >>> board = np.zeros((96, 96, 3), np.uint8)
 >>> ids = tok.encode(inputs.mark, add_special_tokens=False)
->>> len(ids), len(inputs.expand(ids, [board]))  # 9 image tokens for a 96x96 board
-(3, 11)
+>>> expanded = inputs.expand(ids, [board])  # 9 image tokens for a 96x96 board
+>>> len(ids), len(expanded), inputs.collapse(expanded) == ids
+(3, 11, True)
 >>> {k: tuple(v.shape) for k, v in inputs.pixels([[board], [], [board]]).items()}
 {'pixel_values': (72, 1176), 'image_grid_thw': (2, 3)}
 """
@@ -41,7 +45,18 @@ from typing import Any
 import numpy as np
 import torch
 
-__all__ = ["ImageInputs", "vision_kwargs", "images_of", "is_vision_config", "check_modalities"]
+__all__ = [
+    "ImageInputs",
+    "vision_kwargs",
+    "mark_ids",
+    "mask_marks",
+    "images_of",
+    "is_vision_config",
+    "check_modalities",
+]
+
+#: The config fields naming the marks a response may not hold (Qwen2-VL's names).
+_MARK_FIELDS = ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id")
 
 
 def is_vision_config(config: Any) -> bool:
@@ -105,11 +120,46 @@ class ImageInputs:
             out.extend([i] * next(counts) if i == self.image_token_id else [i])
         return out
 
+    def collapse(self, ids: Sequence[int]) -> list[int]:
+        """:meth:`expand` undone: each run of ``<|image_pad|>`` back to one (the form a serving
+        engine that expands images itself, such as vLLM, takes)."""
+        out: list[int] = []
+        for i in ids:
+            if not (i == self.image_token_id and out and out[-1] == i):
+                out.append(i)
+        return out
+
     def pixels(self, rows: Sequence[Sequence[Any]]) -> dict[str, torch.Tensor] | None:
         """The pixel inputs of the images of ``rows`` (one sequence of images per row), in row
         order; ``None`` when no row has an image."""
         images = [image for row in rows for image in row]
         return self._encode(self.check(images)) if images else None
+
+
+def _config(model: Any) -> Any:
+    base = getattr(model, "module", model)  # DDP's wrapper
+    base = base.get_base_model() if hasattr(base, "get_base_model") else base  # peft's
+    return base.config
+
+
+def mark_ids(model: Any) -> list[int]:
+    """The token ids of a VLM's image and video marks (``[]`` for a text model). A sampled
+    response holding one would claim an image that has no pixels, so responses never do."""
+    config = _config(model)
+    if not is_vision_config(config):
+        return []
+    return sorted({int(i) for f in _MARK_FIELDS if (i := getattr(config, f, None)) is not None})
+
+
+def mask_marks(model: Any, logits: torch.Tensor) -> torch.Tensor:
+    """``logits`` ``(..., V)`` with the :func:`mark_ids` columns pushed to a quarter of the dtype's
+    lowest value (probability 0, finite entropy): the distribution sampling draws from, where
+    ``generate`` suppresses those tokens. Unchanged for a text model."""
+    ids = mark_ids(model)
+    if not ids:
+        return logits
+    index = torch.tensor(ids, device=logits.device)
+    return logits.index_fill(-1, index, torch.finfo(logits.dtype).min / 4)
 
 
 def vision_kwargs(
@@ -120,9 +170,7 @@ def vision_kwargs(
     tokens), from which the model builds its multimodal rotary positions."""
     if pixels is None:
         return {}
-    base = getattr(model, "module", model)  # DDP's wrapper
-    base = base.get_base_model() if hasattr(base, "get_base_model") else base  # peft's
-    image_token = base.config.image_token_id
+    image_token = _config(model).image_token_id
     moved = {k: v.to(input_ids.device) for k, v in pixels.items()}
     return {**moved, "mm_token_type_ids": (input_ids == image_token).int()}
 

@@ -62,6 +62,7 @@ from typing import Any
 import torch
 from agentenvs.learners.llm.generation import Sample
 from agentenvs.learners.llm.policy import Policy
+from agentenvs.learners.llm.vision import ImageInputs
 
 __all__ = [
     "MIN_VLLM_VERSION",
@@ -72,7 +73,7 @@ __all__ = [
     "vllm_lora_rank",
     "samples_from_vllm",
     "prompt_logprobs_tail",
-    "refuse_images",
+    "engine_requests",
 ]
 
 #: The oldest vLLM the backend runs on.
@@ -83,14 +84,34 @@ PROCESSED_LOGPROBS_VERSION = "0.10.2"
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 
 
-def refuse_images(images: Sequence[Sequence[Any]] | None) -> None:
-    """``NotImplementedError`` when any prompt of ``images`` has an image: the vLLM backend
-    takes text prompts only (a vision-language model trains with ``--backend hf``)."""
-    if images is not None and any(len(row) for row in images):
-        raise NotImplementedError(
-            "the vLLM backend takes text prompts only; train a vision-language model with "
-            "--backend hf (docs/visual-agents.md)"
+def engine_requests(
+    prompts: Sequence[Sequence[int]],
+    images: Sequence[Sequence[Any]] | None,
+    inputs: ImageInputs | None,
+) -> list[dict[str, Any]]:
+    """vLLM token prompts: ``{"prompt_token_ids": ids}``, and for a prompt with images
+    ``"multi_modal_data": {"image": [PIL images]}`` with each image's tokens collapsed back to one
+    ``<|image_pad|>`` (:meth:`~agentenvs.learners.llm.vision.ImageInputs.collapse`): vLLM's
+    processor expands every image mark itself, from the same processor config.
+
+    >>> engine_requests([[1, 2]], None, None)
+    [{'prompt_token_ids': [1, 2]}]
+    """
+    out: list[dict[str, Any]] = []
+    for k, ids in enumerate(prompts):
+        shown = images[k] if images is not None else ()
+        if not len(shown):
+            out.append({"prompt_token_ids": list(ids)})
+            continue
+        if inputs is None:
+            raise ValueError("image prompts need a vision-language policy")
+        from PIL import Image
+
+        pictures = [Image.fromarray(a) for a in inputs.check(shown)]
+        out.append(
+            {"prompt_token_ids": inputs.collapse(ids), "multi_modal_data": {"image": pictures}}
         )
+    return out
 
 
 def check_vllm_version(version: str) -> bool:
@@ -303,10 +324,8 @@ class VLLMGenerator:
         images: Sequence[Sequence[Any]] | None = None,
     ) -> list[Sample]:
         """One :class:`Sample` per prompt; a row also stops right after any string of ``stop``.
-        Image prompts (``images``) are refused: this backend is text-only (docs/visual-agents.md)."""
+        ``images``: each prompt's images (a vision-language policy; :func:`engine_requests`)."""
         from vllm import SamplingParams
-
-        refuse_images(images)
 
         self.wake_up()
         params = SamplingParams(
@@ -319,7 +338,7 @@ class VLLMGenerator:
             stop=list(stop) or None,
             include_stop_str_in_output=True,
         )
-        requests = [{"prompt_token_ids": list(p)} for p in prompts]
+        requests = engine_requests(prompts, images, self.policy.images)
         outputs = self.llm.generate(
             requests, params, use_tqdm=False, lora_request=self.lora_request
         )
@@ -337,15 +356,12 @@ class VLLMGenerator:
         current weights (``prompt_logprobs`` of prompt + response, one token generated)."""
         from vllm import SamplingParams
 
-        refuse_images(images)
-
         self.wake_up()
         params = SamplingParams(
             max_tokens=1, temperature=1.0, top_p=1.0, prompt_logprobs=0, detokenize=False
         )
-        requests = [
-            {"prompt_token_ids": list(p) + list(r)} for p, r in zip(prompts, responses, strict=True)
-        ]
+        joined = [list(p) + list(r) for p, r in zip(prompts, responses, strict=True)]
+        requests = engine_requests(joined, images, self.policy.images)
         outputs = self.llm.generate(
             requests, params, use_tqdm=False, lora_request=self.lora_request
         )

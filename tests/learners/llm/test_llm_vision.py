@@ -20,7 +20,7 @@ from agentenvs.learners.llm.policy import (  # noqa: E402
 from agentenvs.learners.llm.rollout import Sampler, prompt_ids  # noqa: E402
 from agentenvs.learners.llm.tiny_vl import save_tiny_vl  # noqa: E402
 from agentenvs.learners.llm.trainer import Trainer  # noqa: E402
-from agentenvs.learners.llm.vision import ImageInputs, check_modalities  # noqa: E402
+from agentenvs.learners.llm.vision import ImageInputs, check_modalities, mark_ids  # noqa: E402
 from agentenvs.wrappers import GiGPOCreditWrapper, GraphCreditWrapper  # noqa: E402
 from llm_fixtures import tiny_policy, tiny_vl_policy  # noqa: E402
 
@@ -104,6 +104,27 @@ def test_sampled_logprobs_equal_recomputed_ones_and_eight_envs_share_one_generat
     for r, lp in zip(responses, recomputed, strict=True):
         assert len(r.images) == 1 and len(lp) == len(r.response_ids) > 0
         np.testing.assert_allclose(r.logprobs, lp, atol=1e-3)
+
+
+def test_responses_never_hold_image_marks_and_training_sees_the_same_distribution():
+    """A response holding <|image_pad|> would claim an image without pixels (the forward then
+    fails): sampling suppresses the marks and the trainer's logits exclude them, so the sampled
+    log-probs still equal the recomputed ones. The marks' embeddings are scaled up here so that,
+    unmasked, they would be the likeliest tokens."""
+    policy = tiny_vl_policy()
+    marks = mark_ids(policy.model)
+    assert len(marks) == 4 and policy.images.image_token_id in marks
+    with torch.no_grad():
+        policy.model.get_input_embeddings().weight[marks] *= 50.0
+    ids, images, _ = _first_prompt(policy)
+    for greedy in (True, False):
+        (sample,) = HFGenerator(policy, max_new_tokens=8).generate(
+            [ids], images=[images], greedy=greedy
+        )
+        assert not set(sample.token_ids) & set(marks)
+        if not greedy:
+            (lp,) = response_logprobs(policy, [ids], [sample.token_ids], images=[images])
+            np.testing.assert_allclose(sample.logprobs, lp, atol=1e-3)
 
 
 def test_the_update_trains_on_the_sampled_tokens_and_resume_is_exact(tmp_path):
@@ -203,12 +224,28 @@ def test_mismatched_models_envs_and_images_fail_in_one_line():
         policy.images.expand(ids, [np.zeros((96, 96, 3), np.uint8)] * 2)
 
 
-def test_the_vllm_backend_refuses_images_in_one_line():
-    from agentenvs.learners.llm.vllm_generator import refuse_images
+def test_vllm_requests_carry_the_images_and_one_image_mark_each():
+    """vLLM expands each image mark itself: the request holds the unexpanded prompt (the same
+    ids as before expansion) and the images; text prompts stay plain token prompts."""
+    from agentenvs.learners.llm.vllm_generator import engine_requests
 
-    refuse_images([[], []])
-    with pytest.raises(NotImplementedError, match="--backend hf"):
-        refuse_images([[np.zeros((4, 4, 3), np.uint8)]])
+    policy = tiny_vl_policy()
+    ids, images, _ = _first_prompt(policy)
+    messages = gym.make(VISUAL).unwrapped.agent_prompt("compact").messages(EpisodeMemory(), {}, {})
+    unexpanded = policy.tokenizer.apply_chat_template(
+        [{**m, "content": m["content"].replace("<image>", policy.images.mark)} for m in messages],
+        add_generation_prompt=True,
+        tokenize=True,
+    )
+    unexpanded = list(getattr(unexpanded, "input_ids", unexpanded))
+    unexpanded += policy.tokenizer.encode("<think>", add_special_tokens=False)
+    image_request, text_request = engine_requests([ids, [5, 6]], [images, []], policy.images)
+    assert image_request["prompt_token_ids"] == unexpanded
+    (picture,) = image_request["multi_modal_data"]["image"]
+    assert picture.size == (96, 96) and np.array_equal(np.asarray(picture), images[0])
+    assert text_request == {"prompt_token_ids": [5, 6]}
+    with pytest.raises(ValueError, match="vision-language policy"):
+        engine_requests([ids], [images], None)
 
 
 def test_train_llm_names_the_env_and_the_model_when_they_do_not_fit(tmp_path):
