@@ -22,9 +22,26 @@ prints both rates and their ratio. Where vLLM does not import it says so and mea
 The HF generator uses ``--threads`` threads; vLLM's CPU worker binds its own (one per core unless
 ``VLLM_CPU_OMP_THREADS_BIND`` says otherwise).
 
+With ``--vl``, instead, the vision-language row: the text model (``--model``, default ``tiny``) on
+the text env (``ENV_ID``, default ``agentenvs/Sokoban-v0``), the same again with the shared-prefix
+KV cache off (``min_shared_prefix=0``: image batches never use it, so this is the like-for-like
+text row), and the VLM (``--vl-model``, default ``tiny-vl``: the same 2-layer 64-wide decoder plus
+a 2-layer vision tower) on its visual twin (``--vl-env``, default ``agentenvs/SokobanVisual-v0``:
+the same rooms, the board as a 96x96 image), each in its own child process with fp32 weights and
+no checkpointing, the same groups, group size, max steps, max new tokens, threads and prompt style
+(``compact`` unless ``--prompt`` says otherwise). Per row it prints generation and update
+tokens/s, images/s (the images the rollout's ``generate`` calls showed the model per second of
+generation; the images of the update's trained micro-batches per second of update, so the
+reference model's forward is in the time but not in the count, as with update tokens), seconds
+of generation, update and wall per iteration and the prompt tokens per step, then the VL/text
+ratios. What differs between the prompts is printed with them: the VL prompt's image tokens (and,
+with ``compact``, the text prompt's grid, instruction and worked example turn, which the visual
+compact prompt does not have).
+
     python benchmarks/learner.py                          # tiny model, about a minute
     python benchmarks/learner.py --model smollm2 --iterations 2 --threads 2
     python benchmarks/learner.py --rollout sequential     # one env per group, members in a row
+    python benchmarks/learner.py --vl --iterations 2      # tiny-vl on SokobanVisual vs tiny
     .vllm-venv/bin/python benchmarks/learner.py --vllm-only  # HF vs vLLM-CPU generation only
 """
 
@@ -62,7 +79,13 @@ def _peak_rss() -> int:
 
 def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
     """Warm up, measure ``args.iterations`` training iterations with ``fields`` set; returns the
-    summed metrics and the peak memory (bytes) of the measured iterations."""
+    summed metrics and the peak memory (bytes) of the measured iterations.
+
+    ``fields`` are TrainConfig fields, plus optionally ``model`` and ``env`` (the ``--vl`` pair's
+    model and env instead of ``args.model`` and ``args.env``). The counts of the measured
+    iterations come back too: the prompts and images the rollout's ``generate`` calls took, the
+    prompt and image tokens of those prompts, and the images of the update's trained
+    micro-batches."""
     import gymnasium as gym
     import torch
     from agentenvs.learners.llm.config import TrainConfig
@@ -75,15 +98,17 @@ def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
 
     import agentenvs
 
+    fields = dict(fields)
+    model_id, env_id = fields.pop("model", args.model), fields.pop("env", args.env)
     torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
     kwargs = {"max_steps": args.max_steps}
     if args.rollout == "parallel":
-        grouped = agentenvs.make_group_vec_env(args.env, args.groups, args.group_size, **kwargs)
+        grouped = agentenvs.make_group_vec_env(env_id, args.groups, args.group_size, **kwargs)
         envs = VectorCreditWrapper(grouped, args.credit)
     else:
         method = METHODS[args.credit]
-        envs = [lambda: method.wrap(gym.make(args.env, **kwargs), args.group_size)] * args.groups
+        envs = [lambda: method.wrap(gym.make(env_id, **kwargs), args.group_size)] * args.groups
     config = TrainConfig(
         max_new_tokens=args.max_new_tokens,
         prompt_style=args.prompt,
@@ -94,10 +119,30 @@ def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
     )
     device = "cuda" if cuda else "cpu"
     dtype = DTYPES[config.weight_dtype]
-    policy = load_policy(resolve_model(args.model), device=device, dtype=dtype)
+    policy = load_policy(resolve_model(model_id), device=device, dtype=dtype)
+    image_token = None if policy.images is None else policy.images.image_token_id
+    counts = dict.fromkeys(
+        ("gen_prompts", "gen_images", "prompt_tokens", "image_tokens", "update_images"), 0
+    )
     with tempfile.TemporaryDirectory() as out:
         trainer = Trainer(config, policy, out, envs, tensorboard=False, progress=False)
+        generate, collate = trainer.generator.generate, trainer.updater._collate
+
+        def counted_generate(prompt_ids: list, **kw: object) -> list:
+            counts["gen_prompts"] += len(prompt_ids)
+            counts["gen_images"] += sum(map(len, kw.get("images") or ()))
+            counts["prompt_tokens"] += sum(len(ids) for ids in prompt_ids)
+            counts["image_tokens"] += sum(list(ids).count(image_token) for ids in prompt_ids)
+            return generate(prompt_ids, **kw)
+
+        def counted_collate(samples: list) -> object:
+            counts["update_images"] += sum(len(s.extras.get("images", ())) for s in samples)
+            return collate(samples)
+
+        trainer.generator.generate = counted_generate  # the rollout's calls (no eval tasks)
+        trainer.updater._collate = counted_collate  # the trained micro-batches (update tokens')
         trainer.train_iteration()  # warm-up
+        counts.update(dict.fromkeys(counts, 0))
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         else:
@@ -108,7 +153,8 @@ def run_config(args: argparse.Namespace, fields: dict) -> dict[str, float]:
     keys = ("samples", "gen_tokens", "time_generate", "update_tokens", "time_update")
     totals = {k: sum(r[k] for r in runs) for k in (*keys, "time_env", "time_iteration")}
     totals["skipped_steps"] = sum(r.get("skipped_steps", 0.0) for r in runs)
-    return {**totals, "peak": float(peak), "device": device}
+    merge = 0 if policy.images is None else policy.images.merge
+    return {**totals, **counts, "merge": merge, "peak": float(peak), "device": device}
 
 
 def run_generation(args: argparse.Namespace) -> dict[str, float]:
@@ -189,6 +235,98 @@ def compare_generation(args: argparse.Namespace, env: dict[str, str]) -> None:
     )
 
 
+def run_children(
+    args: argparse.Namespace, env: dict[str, str], configs: list[tuple[str, dict]]
+) -> list[tuple[str, dict]]:
+    """Each ``(label, fields)`` of ``configs`` measured by :func:`run_config` in a fresh child
+    process (the same flags, ``--prompt`` resolved); a failed one is reported and left out."""
+    results = []
+    flags = [*sys.argv[1:], "--prompt", args.prompt]
+    for label, fields in configs:
+        done = subprocess.run(
+            [sys.executable, __file__, *flags, "--child", json.dumps(fields)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if done.returncode != 0:
+            print(f"{label}: failed\n{done.stderr[-2000:]}")
+            continue
+        results.append((label, json.loads(done.stdout.strip().splitlines()[-1])))
+    return results
+
+
+def compare_vl(args: argparse.Namespace, env: dict[str, str]) -> None:
+    """Print the VL row: the text model on the text env (with and without the shared-prefix KV
+    cache, which image batches do not use) and the VLM on the visual env, measured in this
+    invocation with the same settings (fp32 weights, no checkpointing), and the VL/text ratios."""
+    text, vl = {"model": args.model, "env": args.env}, {"model": args.vl_model, "env": args.vl_env}
+    pair = [("text", text), ("text, no prefix", {**text, "min_shared_prefix": 0}), ("VL", vl)]
+    fields = {**dict(PRECISIONS)["fp32"], "gradient_checkpointing": False}
+    results = dict(run_children(args, env, [(label, {**fields, **m}) for label, m in pair]))
+    if "VL" not in results or "text" not in results:
+        return
+    first = results["text"]
+    print(
+        f"VL row on {first['device']}: text {args.model} on {args.env} vs VL {args.vl_model} on "
+        f"{args.vl_env}; fp32 weights, credit {args.credit}, {args.groups}x{args.group_size} "
+        f"({args.rollout}), max {args.max_steps} steps, {args.max_new_tokens} new tokens, "
+        f"{args.prompt} prompts, {args.threads} thread(s), {args.iterations} iterations after "
+        "a warm-up"
+    )
+    print(
+        f"{'row':<17}{'gen tok/s':>11}{'upd tok/s':>11}{'gen img/s':>11}{'upd img/s':>11}"
+        f"{'gen s/it':>9}{'upd s/it':>9}{'wall s/it':>10}{'prompt tok':>11}{'samples/it':>11}"
+    )
+
+    def row(r: dict) -> dict[str, float]:
+        n = args.iterations
+        return {
+            "gen": r["gen_tokens"] / r["time_generate"],
+            "upd": r["update_tokens"] / r["time_update"],
+            "gen_img": r["gen_images"] / r["time_generate"],
+            "upd_img": r["update_images"] / r["time_update"],
+            "gen_s": r["time_generate"] / n,
+            "upd_s": r["time_update"] / n,
+            "wall": r["time_iteration"] / n,
+            "prompt": r["prompt_tokens"] / max(r["gen_prompts"], 1),
+            "samples": r["samples"] / n,
+        }
+
+    rows = {label: row(r) for label, r in results.items()}
+    for label, v in rows.items():
+        print(
+            f"{label:<17}{v['gen']:>11.1f}{v['upd']:>11.1f}{v['gen_img']:>11.1f}"
+            f"{v['upd_img']:>11.1f}{v['gen_s']:>9.3f}{v['upd_s']:>9.3f}{v['wall']:>10.3f}"
+            f"{v['prompt']:>11.1f}{v['samples']:>11.1f}"
+        )
+    x = rows["VL"]
+    for label in ("text", "text, no prefix"):
+        if label not in rows:
+            continue
+        t = rows[label]
+        q = {k: x[k] / t[k] for k in ("gen", "upd", "gen_s", "upd_s", "wall", "prompt", "samples")}
+        name = "VL/" + label.replace("text, no prefix", "no prefix")
+        print(
+            f"{name:<17}{q['gen']:>11.2f}{q['upd']:>11.2f}{'-':>11}{'-':>11}{q['gen_s']:>9.2f}"
+            f"{q['upd_s']:>9.2f}{q['wall']:>10.2f}{q['prompt']:>11.2f}{q['samples']:>11.2f}"
+        )
+    r = results["VL"]
+    per_image = r["image_tokens"] / max(r["gen_images"], 1)
+    print(
+        f"what differs: each VL prompt shows {r['gen_images'] / max(r['gen_prompts'], 1):.1f} "
+        f"image(s), {per_image:.0f} image tokens each ({per_image * r['merge'] ** 2:.0f} vision "
+        f"patches), in {x['prompt']:.1f} prompt tokens; the text prompts hold the board as text "
+        f"in {rows['text']['prompt']:.1f} (the {args.prompt} prompts of the two envs). Text "
+        "batches run their prompts' common prefix once (the shared-prefix KV cache, in generate "
+        "and update); image batches never do, as the 'no prefix' text row (min_shared_prefix=0). "
+        "Tokens/s count the tokens each forward ran (update: prompt, image tokens included, + "
+        "response); gen img/s = images shown / generate seconds, upd img/s = images of the "
+        "trained micro-batches / update seconds (reference forward included in the seconds)."
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description="LLM learner throughput and memory")
     p.add_argument("--model", default="tiny", help="'tiny', 'smollm2' or a local HF dir")
@@ -201,14 +339,28 @@ def main() -> None:
     p.add_argument("--group-size", type=int, default=DEFAULT_GROUP_SIZE)
     p.add_argument("--max-steps", type=int, default=3)
     p.add_argument("--max-new-tokens", type=int, default=32)
-    p.add_argument("--prompt", default="reference", choices=["reference", "compact"])
+    p.add_argument(
+        "--prompt",
+        default=None,
+        choices=["reference", "compact"],
+        help="prompt style (default: reference; compact with --vl)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--vllm-only", action="store_true", help="only HF vs vLLM generation")
+    p.add_argument(
+        "--vl",
+        action="store_true",
+        help="only the vision-language row: --vl-model on --vl-env against --model on ENV_ID",
+    )
+    p.add_argument("--vl-model", default="tiny-vl")
+    p.add_argument("--vl-env", default="agentenvs/SokobanVisual-v0")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)  # one configuration (JSON)
     p.add_argument("--child-generation", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.old_env is not None:
         p.error("the env id is positional now: learner.py ENV_ID [FLAGS]")
+    if args.prompt is None:
+        args.prompt = "compact" if args.vl else "reference"
     if args.child is not None:
         print(json.dumps(run_config(args, json.loads(args.child))))
         return
@@ -233,19 +385,10 @@ def main() -> None:
     if args.vllm_only:
         compare_generation(args, env)
         return
-    results = []
-    for label, fields in configs:
-        done = subprocess.run(
-            [sys.executable, __file__, *sys.argv[1:], "--child", json.dumps(fields)],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-        if done.returncode != 0:
-            print(f"{label}: failed\n{done.stderr[-2000:]}")
-            continue
-        results.append((label, json.loads(done.stdout.strip().splitlines()[-1])))
+    if args.vl:
+        compare_vl(args, env)
+        return
+    results = run_children(args, env, configs)
     if not results:
         return
     first = results[0][1]
