@@ -1,6 +1,7 @@
 """The memory planner's command line: ``python -m agentenvs.learners.llm.plan --help``.
 
-This module holds :func:`parse_bytes` (``"80GiB"`` -> bytes) and :func:`main`.
+This module holds :func:`parse_bytes` (``"80GiB"`` -> bytes), :func:`parse_image_size`
+(``"448"``, ``"448x336"`` -> pixels) and :func:`main`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from agentenvs.learners.llm.plan.arch import ARCHITECTURES, GIB
 from agentenvs.learners.llm.plan.config import count_text
 from agentenvs.learners.llm.plan.estimate import max_micro_batch_size, plan_memory
 
-__all__ = ["main", "parse_bytes"]
+__all__ = ["main", "parse_bytes", "parse_image_size"]
 
 _UNITS = {
     "": GIB,
@@ -44,6 +45,18 @@ def parse_bytes(text: str | int | float) -> int:
     if m is None or m.group(2).lower() not in _UNITS:
         raise ValueError(f"cannot read a memory size from {text!r} (e.g. 80GiB, 80GB, 81559MiB)")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def parse_image_size(text: str) -> int | tuple[int, int]:
+    """``"448"`` (a square's side) or ``"448x336"`` (height x width) -> pixels.
+
+    >>> parse_image_size("448"), parse_image_size("448x336")
+    (448, (448, 336))
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*(?:[xX*]\s*(\d+)\s*)?", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"cannot read an image size from {text!r} (448, 448x336)")
+    return int(m.group(1)) if m.group(2) is None else (int(m.group(1)), int(m.group(2)))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,6 +92,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--vllm-max-model-len", type=int, default=None)
     p.add_argument("--vllm-num-seqs", type=int, default=None)
     p.add_argument("--overhead", default=None, help="overhead allowance (default 2GiB on cuda)")
+    p.add_argument(
+        "--images", type=int, default=0, metavar="N", help="images per prompt (a VLM; default 0)"
+    )
+    p.add_argument(
+        "--image-size",
+        type=parse_image_size,
+        default=448,
+        metavar="PX",
+        help="image pixels after the processor's limits: 448 or HxW, e.g. 448x336 (default 448)",
+    )
+    p.add_argument(
+        "--train-vision",
+        action="store_true",
+        help="the VLM's vision tower trains (frozen by default)",
+    )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
 
@@ -90,9 +118,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.list:
         for name, arch in ARCHITECTURES.items():
+            tower = arch.vision
+            vision = f", vision {tower.depth} x {tower.width} ({tower.layout})" if tower else ""
             print(
                 f"{name:<24}{count_text(arch.num_params):>10}  hidden {arch.hidden_size}, "
-                f"{arch.num_layers} layers, vocab {arch.vocab_size}"
+                f"{arch.num_layers} layers, vocab {arch.vocab_size}{vision}"
             )
         return 0
     if args.model is None:
@@ -118,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         vllm_max_model_len=args.vllm_max_model_len,
         vllm_num_seqs=args.vllm_num_seqs,
         overhead_bytes=parse_bytes(args.overhead) if args.overhead is not None else None,
+        images_per_prompt=args.images,
+        image_size=args.image_size,
+        train_vision=args.train_vision,
     )
     plan = plan_memory(
         args.model, device_bytes=device_bytes, micro_batch_size=args.micro_batch, **config
@@ -130,5 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if device_bytes is None:
             parser.error("--budget needs --device-mem")
         n = max_micro_batch_size(args.model, device_bytes, **config)
-        print(f"largest micro-batch that fits: {n} x {args.seq_len} = {n * args.seq_len:,} tokens")
+        seq = plan.details.get("seq_len", args.seq_len)  # a VLM's image tokens included
+        rows = (
+            f"{args.seq_len}"
+            if seq == args.seq_len
+            else f"({args.seq_len} + {seq - args.seq_len} image)"
+        )
+        print(f"largest micro-batch that fits: {n} x {rows} = {n * seq:,} tokens")
     return 1 if plan.fits is False else 0

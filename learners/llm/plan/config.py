@@ -1,9 +1,9 @@
 """The memory planner's input and output (see :mod:`agentenvs.learners.llm.plan`).
 
 This module holds :class:`PlanConfig` (the training knobs that change memory: micro-batch, dtypes,
-LoRA, KL, gradient checkpointing, attention kernel, rollout backend) and :class:`MemoryPlan` (the
-estimate: persistent tensors, each phase's transients, the peak, the total; :meth:`MemoryPlan.table`
-renders it). Pure Python.
+LoRA, KL, gradient checkpointing, attention kernel, rollout backend, a VLM's images and whether
+its vision tower trains) and :class:`MemoryPlan` (the estimate: persistent tensors, each phase's
+transients, the peak, the total; :meth:`MemoryPlan.table` renders it). Pure Python.
 """
 
 from __future__ import annotations
@@ -64,6 +64,15 @@ class PlanConfig:
             fragmentation; ``None`` = 2 GiB on cuda, 0 on cpu. An allowance, not a measurement.
         logit_chunk: logits per float32 block of the chunked log-softmax and entropy
             (``agentenvs.learners.llm.loss.LOGIT_CHUNK_ELEMENTS``).
+        train_vision: a vision-language model's vision tower trains too (``--train-vision``);
+            by default it is frozen (weights only: no gradients, AdamW states or saved
+            activations). With LoRA the tower's base stays frozen and, with this on, its blocks
+            get adapters as the learner's (their attention and, in Qwen2-VL, MLP projections).
+        images_per_prompt: images in each prompt of a vision-language model (0: text prompts).
+            Each adds its image tokens to the sequence, on top of ``seq_len``.
+        image_size: the images' size in pixels after the processor's resize limits: a side
+            (square) or ``(height, width)``; sides round to multiples of 28 (patch 14 x merge 2),
+            448 x 448 = 1024 patches through the tower and 256 image tokens.
     """
 
     micro_batch_size: int = 8
@@ -92,6 +101,9 @@ class PlanConfig:
     vllm_dtype: str = "bf16"
     overhead_bytes: int | None = None
     logit_chunk: int = 2**24
+    train_vision: bool = False
+    images_per_prompt: int = 0
+    image_size: int | tuple[int, int] = 448
 
     def __post_init__(self) -> None:
         for name in ("micro_batch_size", "seq_len", "grad_accumulation", "gen_batch_size"):
@@ -101,6 +113,13 @@ class PlanConfig:
             raise ValueError(f"response_len must be in [1, seq_len], got {self.response_len}")
         if self.lora_rank < 0 or self.optimizer_states < 0:
             raise ValueError("lora_rank and optimizer_states must be >= 0")
+        if self.images_per_prompt < 0:
+            raise ValueError(f"images_per_prompt must be >= 0, got {self.images_per_prompt}")
+        size = self.image_size
+        sides = [size] if isinstance(size, int) else list(size)
+        if len(sides) not in (1, 2) or not all(isinstance(x, int) and x >= 1 for x in sides):
+            raise ValueError(f"image_size must be pixels, a side or (height, width), got {size!r}")
+        self.image_size = sides[0] if len(sides) == 1 else (sides[0], sides[1])
         self.weight_dtype = dtype_name(self.weight_dtype)
         self.lora_dtype = dtype_name(self.lora_dtype)
         self.vllm_dtype = dtype_name(self.vllm_dtype)
@@ -143,7 +162,8 @@ class PlanConfig:
 
     @property
     def tokens(self) -> int:
-        """Tokens per micro-batch (padding included: it runs through the model)."""
+        """Text tokens per micro-batch (padding included: it runs through the model); a VLM's
+        image tokens come on top (the plan's ``details["tokens"]`` counts both)."""
         return self.micro_batch_size * self.seq_len
 
 
@@ -210,16 +230,30 @@ class MemoryPlan:
         unit, unit_name = (GIB, "GiB") if self.total >= GIB else (2**20, "MiB")
         mode = f"LoRA r={c.lora_rank}" if c.lora_rank else "full fine-tune"
         compute = f", {c.compute_dtype} autocast" if c.autocast else ""
+        image_tokens = d.get("image_tokens_per_prompt", 0)
+        seq = f"({c.seq_len} + {image_tokens} image)" if image_tokens else f"{c.seq_len}"
         lines = [
             f"{self.model}: {count_text(self.params)} params, {mode} "
             f"({count_text(self.trainable_params)} trainable)",
-            f"micro-batch {c.micro_batch_size} x {c.seq_len} tokens "
+            f"micro-batch {c.micro_batch_size} x {seq} tokens "
             f"({self.details['logit_rows']} logit rows), {w} weights{compute}, "
             f"grad checkpointing {'on' if c.gradient_checkpointing else 'off'}, "
             f"KL {'on' if c.kl else 'off'}, rollout {c.rollout}, device {c.device}",
-            "",
-            f"{'':<44}{unit_name:>9}",
         ]
+        if "vision_params" in d:
+            height, width = d["image_pixels"]
+            state = "trained" if d["vision_trains"] else "frozen"
+            if d["vision_trains"] and c.lora_rank:
+                state = f"LoRA r={c.lora_rank}"
+            lines.append(
+                f"vision tower: {count_text(d['vision_params'])} params ({state}); "
+                f"{c.images_per_prompt} image(s) per prompt of {height}x{width} px: "
+                f"{d['patches_per_image']} patches, {d['tokens_per_image']} image tokens each"
+                if c.images_per_prompt
+                else f"vision tower: {count_text(d['vision_params'])} params ({state}); "
+                "text prompts (no images)"
+            )
+        lines += ["", f"{'':<44}{unit_name:>9}"]
 
         def row(label: str, value: int, note: str = "") -> None:
             lines.append(f"{label:<44}{value / unit:>9.2f}  {note}".rstrip())
@@ -233,7 +267,13 @@ class MemoryPlan:
         lines.append("persistent")
         for key, value in self.persistent.items():
             if value or key == "weights":
-                row("  " + labels[key], value)
+                note = ""
+                if key in ("weights", "reference") and "vision_params" in d:
+                    tower = value * d["vision_params"] // self.params
+                    if key == "weights":
+                        tower = d["vision_weights"]
+                    note = f"vision tower {tower / unit:.2f} of it"
+                row("  " + labels[key], value, note)
         row(f"  (gradients, {d['grad_dtype']})", self.gradients, "counted in the phases below")
         lines.append("transient, by phase (on top of persistent)")
         for key, value in self.phases.items():
@@ -256,6 +296,16 @@ class MemoryPlan:
             f"(f = {self.layer_factor:.1f} bytes per token x layer x hidden"
             f"{', checkpointed: the layer input only' if c.gradient_checkpointing else ''})"
         )
+        if "vision_block_bytes_per_patch" in d:
+            per = d["vision_block_bytes_per_patch"]
+            lines.append(
+                f"vision tower: {d['vision_patches']:,} patches per micro-batch, "
+                + (
+                    f"{per:,} bytes/patch/block (f = {per / d['vision_width']:.1f})"
+                    if d["vision_trains"]
+                    else "frozen: nothing saved for backward"
+                )
+            )
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -272,6 +322,9 @@ _PHASE_LABELS = {
     "optimizer_step": "optimizer step",
     "reference_pass": "reference log-prob pass",
     "generate": "HF generate (rollout)",
+    "vision_forward": "vision tower forward (end)",
+    "vision_backward": "backward: vision tower",
+    "generate_vision": "HF generate: vision tower (prefill)",
 }
 
 _TERM_LABELS = {
@@ -292,4 +345,10 @@ _TERM_LABELS = {
     "optimizer_temp": "AdamW step temporaries",
     "kv_cache": "KV cache",
     "gen_logits": "one step's float32 logits, log-softmax, scores",
+    "pixel_values": "pixel values (float32 patches)",
+    "vision_activations": "vision tower: saved activations",
+    "vision_autocast_weights": "vision tower: autocast weight copies",
+    "vision_transient": "vision tower: a block's tensors in flight",
+    "vision_recompute": "vision tower: recomputed block",
+    "vision_workspace": "vision tower: backward workspace",
 }
