@@ -17,6 +17,10 @@ ENV_IDS: dict[str, tuple[str, dict]] = {
     "agentenvs/SokobanVisual-v0": ("agentenvs.sokoban.env:SokobanEnv", {"visual": True}),
     "agentenvs/ALFWorld-v0": ("agentenvs.alfworld.env:ALFWorldEnv", {}),
     "agentenvs/SokobanDiscrete-v0": ("agentenvs.sokoban.adapters:make_sokoban_discrete", {}),
+    "agentenvs/SokobanDiscreteVisual-v0": (
+        "agentenvs.sokoban.adapters:make_sokoban_discrete",
+        {"visual": True},
+    ),
     "agentenvs/WebShop-v0": ("agentenvs.webshop.env:WebShopEnv", {}),
     "agentenvs/WebShopBrowser-v0": ("agentenvs.webshop.browser:WebShopBrowserEnv", {}),
     "agentenvs/SearchQA-v0": ("agentenvs.searchqa.env:SearchQAEnv", {}),

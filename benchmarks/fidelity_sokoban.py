@@ -1,7 +1,7 @@
 """Fidelity on Sokoban: SB3 PPO trained with each credit method at the same env-step budget.
 
 Usage: ``python -m benchmarks.fidelity_sokoban [--quick] [--steps 80000] [--seeds 5] [--workers 2]
-[--methods ...] [--merge earlier.json ...] [--report-only]``
+[--methods ...] [--visual] [--merge earlier.json ...] [--report-only]``
 
 Online rows: for each method (GRPO, GiGPO, GraphGPO, RTMC, the model-based TRIAGE with the oracle
 judge, SPA with its MLP progress estimator and HISR with its feature scorers, all trained online
@@ -12,6 +12,14 @@ evaluates the greedy policy on a fixed set of held-out test rooms (``seed-65536 
 ``--eval-every`` steps. The seed fixes the initial weights and the training task stream, so seed
 ``s`` of every method starts from the same policy and draws tasks from the same stream; "vs" is
 the paired difference to GRPO.
+
+Image rows (:data:`VISUAL_METHODS`, ``<method>_visual``; ``--visual`` adds the image twin of
+every chosen method that has one): the same training on ``agentenvs/SokobanDiscreteVisual-v0``,
+the same rooms observed as the 96x96 RGB image of ``SokobanVisual-v0``, with SB3's ``CnnPolicy``
+(NatureCNN) instead of the MLP; credit matches states by the text grid (``info["state_key"]``), as
+on the planes. Their "vs" is GRPO on images. They are not in the default ``--methods``: on CPU a
+CNN run costs about 35x an MLP run (500 to 650 s against 12 to 26 s for 32k steps on 2 shared
+cores; docs/fidelity_sokoban.md, *Image rows*).
 
 Paper-protocol rows (:data:`PAPER_METHODS`): :func:`benchmarks.fidelity_paper.prepare` first
 clones the solver into a warm start, collects ``M`` rollouts of it per training room and fits SPA
@@ -46,6 +54,8 @@ from typing import Any
 import numpy as np
 
 ENV_ID = "agentenvs/SokobanDiscrete-v0"
+#: The image rows' env: the same rooms, moves and rewards, observed as uint8 (96, 96, 3) RGB.
+VISUAL_ENV_ID = "agentenvs/SokobanDiscreteVisual-v0"
 METHOD_NAMES = {
     "gae": "PPO + GAE",
     "grpo": "GRPO",
@@ -61,14 +71,22 @@ METHOD_NAMES = {
     "spa_paper": "SPA (paper protocol)",
     "hisr_paper": "HISR (paper protocol)",
     "hisr_flat_paper": "HISR w/o hindsight modulation (paper protocol)",
+    "gae_visual": "PPO + GAE (image, CnnPolicy)",
+    "grpo_visual": "GRPO (image, CnnPolicy)",
+    "gigpo_visual": "GiGPO (image, CnnPolicy)",
+    "graph_visual": "GraphGPO (image, CnnPolicy)",
+    "rtmc_visual": "RTMC (image, CnnPolicy)",
 }
+#: The image rows: ``<method>_visual`` is ``<method>`` on :data:`VISUAL_ENV_ID` with ``CnnPolicy``.
+VISUAL_METHODS = ("gae_visual", "grpo_visual", "gigpo_visual", "graph_visual", "rtmc_visual")
 #: The paper-protocol rows: they start from the behaviour-cloned warm start (benchmarks/fidelity_paper.py).
 PAPER_METHODS = (
     "gae_warm", "sparse_warm", "grpo_warm", "spa_paper", "hisr_paper", "hisr_flat_paper"
 )  # fmt: skip
 #: The run each method is paired with in the table ("vs" column); GRPO for the online rows.
 BASELINE = {"grpo": None, "gae_warm": None, "sparse_warm": "gae_warm", "grpo_warm": "gae_warm",
-            "spa_paper": "gae_warm", "hisr_paper": "gae_warm", "hisr_flat_paper": "gae_warm"}  # fmt: skip
+            "spa_paper": "gae_warm", "hisr_paper": "gae_warm", "hisr_flat_paper": "gae_warm",
+            **{m: "grpo_visual" for m in VISUAL_METHODS}, "grpo_visual": None}  # fmt: skip
 #: Two-sided 95% Student-t quantiles by degrees of freedom (1..30); beyond that the normal 1.96.
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -114,6 +132,7 @@ def _method_config(method: str, settings: Settings) -> Any:
     """Method defaults, except GraphGPO's distance discount (the paper's Sokoban value, 0.8)."""
     from agentenvs.wrappers.registry import METHODS
 
+    method = method.removesuffix("_visual")
     if method == "gae":
         return None
     if method == "graph":
@@ -173,6 +192,8 @@ def run_one(
     torch.set_num_threads(1)
     start = time.perf_counter()
     checkpoints = list(range(0, settings.steps + 1, settings.eval_every))
+    visual = method in VISUAL_METHODS
+    env_id = VISUAL_ENV_ID if visual else ENV_ID
     if method in PAPER_METHODS:
         if paper is None:
             raise ValueError(f"{method} needs the prepared paper-protocol directory")
@@ -182,14 +203,14 @@ def run_one(
             checkpoints.append(settings.steps + meta["collect_steps"])
     else:
         env = make_credit_vec_env(
-            ENV_ID, method, n_envs=settings.n_envs, group_size=settings.group_size,
-            config=_method_config(method, settings), seed=seed,
+            env_id, method.removesuffix("_visual"), n_envs=settings.n_envs,
+            group_size=settings.group_size, config=_method_config(method, settings), seed=seed,
         )  # fmt: skip
     model = CreditPPO(
-        "MlpPolicy", env, n_steps=settings.n_steps, batch_size=settings.batch_size,
-        n_epochs=settings.n_epochs, learning_rate=settings.learning_rate,
-        ent_coef=settings.ent_coef, gamma=settings.gamma, gae_lambda=settings.gae_lambda,
-        clip_range=settings.clip_range, seed=seed, device="cpu",
+        "CnnPolicy" if visual else "MlpPolicy", env, n_steps=settings.n_steps,
+        batch_size=settings.batch_size, n_epochs=settings.n_epochs,
+        learning_rate=settings.learning_rate, ent_coef=settings.ent_coef, gamma=settings.gamma,
+        gae_lambda=settings.gae_lambda, clip_range=settings.clip_range, seed=seed, device="cpu",
     )  # fmt: skip
     if method in PAPER_METHODS:
         from benchmarks.fidelity_paper import load_warm_start
@@ -198,7 +219,7 @@ def run_one(
     test_ids = _test_ids(settings)
 
     def make_test_env() -> gym.Env:
-        return gym.make(ENV_ID, split="test")
+        return gym.make(env_id, split="test")
 
     steps, success, eval_s = [], [], 0.0
     for checkpoint in checkpoints:
@@ -327,6 +348,11 @@ def markdown(rows: list[dict[str, Any]], settings: Settings, extra: dict[str, An
                     f"{_pct(extra['initial'])}%.",
                 ),
                 (
+                    extra.get("visual_initial", math.nan),
+                    f"Untrained greedy CnnPolicy (step 0 of the image rows): "
+                    f"{_pct(extra.get('visual_initial', math.nan))}%.",
+                ),
+                (
                     extra["warm_initial"],
                     f"Warm start (step 0 of the paper rows): {_pct(extra['warm_initial'])}%.",
                 ),
@@ -346,6 +372,17 @@ def markdown(rows: list[dict[str, Any]], settings: Settings, extra: dict[str, An
         f"batch {settings.batch_size}, {settings.n_epochs} epochs, lr {settings.learning_rate}, "
         f"ent {settings.ent_coef}, clip {settings.clip_range}, gamma {settings.gamma}; GAE lambda "
         f"{settings.gae_lambda} and per-minibatch advantage normalisation for PPO + GAE only.",
+        *(
+            [
+                f"- image rows: `{VISUAL_ENV_ID}` (the same rooms, moves and rewards; observation "
+                "the uint8 96x96x3 RGB image of `SokobanVisual-v0`, scaled to [0, 1]) with "
+                "`CnnPolicy` (SB3's NatureCNN, 512 features shared by linear policy and value "
+                "heads), the same PPO settings; credit matches states by the text grid "
+                '(`info["state_key"]`).'
+            ]
+            if any(m in VISUAL_METHODS for m in extra.get("methods", ()))
+            else []
+        ),
         f"- credit methods: each env plays groups of {settings.group_size} episodes of one task "
         "(`agentenvs.wrappers.CreditWrapper`); advantages straight from the wrapper; the value head is fit "
         "to Monte-Carlo returns and unused. Configs: defaults of `agentenvs.wrappers.registry.METHODS`, except "
@@ -426,8 +463,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--test-rooms", type=int, help="held-out rooms (default 300)")
     parser.add_argument(
-        "--methods", nargs="+", default=list(METHOD_NAMES), choices=list(METHOD_NAMES)
-    )
+        "--methods", nargs="+", choices=list(METHOD_NAMES),
+        default=[m for m in METHOD_NAMES if m not in VISUAL_METHODS],
+        help="rows to run (default: all but the image rows)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--visual", action="store_true",
+        help="also run the image twin (<method>_visual, CnnPolicy) of every chosen method with one",
+    )  # fmt: skip
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument(
         "--merge", type=Path, nargs="+", default=[],
@@ -439,6 +482,9 @@ def main(argv: list[str] | None = None) -> None:
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     args = parser.parse_args(argv)
+    if args.visual:
+        twins = [f"{m}_visual" for m in args.methods if f"{m}_visual" in VISUAL_METHODS]
+        args.methods += [m for m in twins if m not in args.methods]
 
     settings = (
         Settings(steps=4096, eval_every=2048, test_rooms=50, paper_rooms=20, quality_rooms=10)
@@ -488,11 +534,14 @@ def main(argv: list[str] | None = None) -> None:
     runs = earlier + runs
 
     rows = summarise(runs, args.methods, settings.steps)
-    cold = [r["success"][0] for r in runs if r["method"] not in PAPER_METHODS]
+    cold = [r["success"][0] for r in runs if r["method"] not in (*PAPER_METHODS, *VISUAL_METHODS)]
+    image = [r["success"][0] for r in runs if r["method"] in VISUAL_METHODS]
     warm = [r["success"][0] for r in runs if r["method"] in PAPER_METHODS]
     extra = {
         "initial": float(np.mean(cold)) if cold else math.nan,
         "warm_initial": float(np.mean(warm)) if warm else math.nan,
+        "visual_initial": float(np.mean(image)) if image else math.nan,
+        "methods": args.methods,
         "paper": meta,
         "random": random_policy_success(settings),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",

@@ -1,10 +1,14 @@
 """Sokoban for ordinary RL libraries: discrete actions and numeric observations.
 
-This module holds :class:`SokobanPlanes` (one-hot planes observation) and :func:`make_sokoban_discrete`,
-the entry point of ``agentenvs/SokobanDiscrete-v0``: ``Discrete(4)`` actions (up, down, left, right)
-and a flat float32 vector of 4 one-hot planes (wall, target, box, player) of the room, so that
-stable-baselines3's ``PPO("MlpPolicy", env)`` trains on it directly. ``info`` keeps the text env's
-keys (``state_key``, ``won``, ``task_id``, ...), so credit wrappers work on it unchanged.
+This module holds :class:`SokobanPlanes` (one-hot planes observation), :class:`SokobanImage`
+(RGB image observation) and :func:`make_sokoban_discrete`, the entry point of
+``agentenvs/SokobanDiscrete-v0``: ``Discrete(4)`` actions (up, down, left, right) and a flat float32
+vector of 4 one-hot planes (wall, target, box, player) of the room, so that stable-baselines3's
+``PPO("MlpPolicy", env)`` trains on it directly. ``agentenvs/SokobanDiscreteVisual-v0``
+(``make_sokoban_discrete(visual=True)``) has the same actions and observes the
+``SokobanVisual-v0`` image alone, uint8 ``(rows*16, cols*16, 3)`` channel-last, for
+``PPO("CnnPolicy", env)``. ``info`` keeps the text env's keys (``state_key``: the text grid, never
+pixels; ``won``, ``task_id``, ...), so credit wrappers work on both unchanged.
 
 >>> env = make_sokoban_discrete()
 >>> obs, info = env.reset(options={"task_id": "seed-42"})
@@ -14,6 +18,12 @@ keys (``state_key``, ``won``, ``task_id``, ...), so credit wrappers work on it u
 (-0.1, False)
 >>> env.step(3)[1:3]
 (10.9, True)
+>>> visual = make_sokoban_discrete(visual=True)
+>>> image, info = visual.reset(options={"task_id": "seed-42"})
+>>> image.shape, image.dtype, visual.observation_space.shape
+((96, 96, 3), dtype('uint8'), (96, 96, 3))
+>>> info["state_key"] == env.reset(options={"task_id": "seed-42"})[1]["state_key"]
+True
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ import numpy as np
 from agentenvs.adapters import DiscreteActions
 from agentenvs.sokoban.env import ACTIONS, SokobanEnv
 
-__all__ = ["SokobanPlanes", "make_sokoban_discrete"]
+__all__ = ["SokobanImage", "SokobanPlanes", "make_sokoban_discrete"]
 
 # state code -> (wall, target, box, player) plane memberships
 _PLANES = np.array(
@@ -59,12 +69,35 @@ class SokobanPlanes(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
         return np.ascontiguousarray(_PLANES[codes].transpose(2, 0, 1)).ravel()
 
 
-def make_sokoban_discrete(**kwargs: Any) -> gym.Env:
-    """A :class:`~agentenvs.sokoban.env.SokobanEnv` with ``Discrete(4)`` actions and plane observations.
+class SokobanImage(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
+    """Replace a visual Sokoban env's ``{"text", "image"}`` observation by its image alone:
+    uint8 ``(rows * 16, cols * 16, 3)``, channel-last (SB3's ``CnnPolicy`` transposes it).
+
+    It records its (no) arguments (``gym.make(env.spec)`` rebuilds the wrapped env)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
+        gym.ObservationWrapper.__init__(self, env)
+        space = env.observation_space
+        if not isinstance(space, gym.spaces.Dict) or "image" not in space.spaces:
+            raise ValueError("SokobanImage needs a visual Sokoban env (SokobanEnv(visual=True))")
+        self.observation_space = space["image"]
+
+    def observation(self, observation: Any) -> np.ndarray:
+        return observation["image"]
+
+
+def make_sokoban_discrete(visual: bool = False, **kwargs: Any) -> gym.Env:
+    """A :class:`~agentenvs.sokoban.env.SokobanEnv` with ``Discrete(4)`` actions and plane observations
+    (with ``visual=True``, RGB image observations).
 
     Args:
+        visual: observe the uint8 RGB image ``(rows * 16, cols * 16, 3)`` (:class:`SokobanImage`,
+            ``agentenvs/SokobanDiscreteVisual-v0``) instead of the one-hot planes
+            (:class:`SokobanPlanes`).
         **kwargs: :class:`~agentenvs.sokoban.env.SokobanEnv` options (``action_format`` is forced
             to ``"plain"``).
     """
     kwargs["action_format"] = "plain"
-    return SokobanPlanes(DiscreteActions(SokobanEnv(**kwargs), list(ACTIONS)))
+    env = DiscreteActions(SokobanEnv(visual=visual, **kwargs), list(ACTIONS))
+    return SokobanImage(env) if visual else SokobanPlanes(env)

@@ -364,4 +364,6 @@ class SokobanEnv(TextAgentEnv):
         if self.render_mode == "rgb_array":
             assert self.game is not None  # set by reset()
             return render_rgb(self.game.codes())
+        if self.render_mode == "ansi" and self.visual:  # the text of {"text", "image"}
+            return self._observation("")["text"]
         return super().render()
