@@ -20,7 +20,13 @@ is never read here).
     python benchmarks/learner_capacity.py --observation offsets --sizes 64x2 --lr 3e-3 --steps 1000
 
 ``--observation offsets`` trains on the env's offsets observation (``box R C target R C``) and
-its prompt instead of the grid.
+its prompt instead of the grid; ``--observation image`` trains the tiny vision-language model
+(:mod:`agentenvs.learners.llm.tiny_vl`, decoder and vision tower of the size's width) on
+``agentenvs/SokobanVisual-v0``'s board image and its compact prompt (docs/visual-agents.md), the
+image resized to ``--image-side`` pixels (84: 9 image tokens, one per 2x2 tiles; 168: 36, one per
+tile).
+
+    python benchmarks/learner_capacity.py --observation image --sizes 64x2 --image-side 168
 """
 
 from __future__ import annotations
@@ -37,6 +43,12 @@ from agentenvs.learners.llm.loss import token_logprobs
 from agentenvs.learners.llm.policy import Policy, collate, response_logits
 from agentenvs.learners.llm.rollout import prompt_ids
 from agentenvs.learners.llm.tiny import build_tiny_model, build_tiny_tokenizer
+from agentenvs.learners.llm.tiny_vl import (
+    build_tiny_image_processor,
+    build_tiny_vl_model,
+    build_tiny_vl_tokenizer,
+)
+from agentenvs.learners.llm.vision import ImageInputs
 
 import agentenvs  # noqa: F401  (registers the envs)
 from agentenvs.core import EpisodeMemory
@@ -57,11 +69,15 @@ def _solver_move(env: gym.Env) -> str:
     return solve(fixed, state)[0]
 
 
+#: One training or held-out state: prompt ids, the prompt's images (none for text), solver move.
+State = tuple[list[int], tuple, str]
+
+
 def expert_states(
     policy: Policy, env: gym.Env, tasks: Sequence[str], history_length: int | None = 0
-) -> list[tuple[list[int], str]]:
-    """(prompt ids, solver move) at every state of the solver's path through each of ``tasks``,
-    with the compact prompt the learner shows there (history ``history_length``)."""
+) -> list[State]:
+    """(prompt ids, images, solver move) at every state of the solver's path through each of
+    ``tasks``, with the compact prompt the learner shows there (history ``history_length``)."""
     prompt = agent_prompt_for(env, "compact", history_length)
     out = []
     for task in tasks:
@@ -70,7 +86,8 @@ def expert_states(
         done = False
         while not done:
             move = _solver_move(env)
-            out.append((prompt_ids(policy, prompt, memory, obs, info), move))
+            images = tuple(prompt.images(memory, obs, info))
+            out.append((prompt_ids(policy, prompt, memory, obs, info), images, move))
             action = prompt.response_prefix + prompt.answer(move)
             new_obs, _, terminated, truncated, info = env.step(action)
             memory.record(obs, prompt.project(action))
@@ -88,31 +105,45 @@ def _answers(policy: Policy, env: gym.Env) -> dict[str, list[int]]:
 
 
 @torch.no_grad()
-def move_accuracy(
-    policy: Policy, states: Sequence[tuple[list[int], str]], answers: dict[str, list[int]]
-) -> float:
+def move_accuracy(policy: Policy, states: Sequence[State], answers: dict[str, list[int]]) -> float:
     """Share of ``states`` where the most likely of the four full answers is the solver's move."""
     policy.model.eval()
     right = 0
     for start in range(0, len(states), 32):
         chunk = states[start : start + 32]
-        prompts = [p for p, _ in chunk for _ in MOVES]
+        prompts = [p for p, _, _ in chunk for _ in MOVES]
         responses = [answers[m] for _ in chunk for m in MOVES]
-        batch = collate(prompts, responses, policy.pad_id)
+        pixels = policy.pixels([images for _, images, _ in chunk for _ in MOVES])
+        batch = collate(prompts, responses, policy.pad_id, pixels=pixels)
         logp = token_logprobs(response_logits(policy.model, batch), batch.response_ids)
         total = (logp * batch.response_mask).sum(-1).view(len(chunk), len(MOVES))
         best = total.argmax(-1).tolist()
-        right += sum(MOVES[b] == m for b, (_, m) in zip(best, chunk, strict=True))
+        right += sum(MOVES[b] == m for b, (_, _, m) in zip(best, chunk, strict=True))
     return right / len(states)
+
+
+def build_policy(hidden: int, layers: int, seed: int, image_side: int | None) -> Policy:
+    """The tiny text model of ``hidden`` x ``layers``, or (``image_side``: the board's side after
+    resizing, pixels) the tiny vision-language model of that decoder and vision width."""
+    if image_side is None:
+        tok = build_tiny_tokenizer()
+        return Policy(build_tiny_model(tok, seed=seed, hidden_size=hidden, num_layers=layers), tok)
+    tok = build_tiny_vl_tokenizer()
+    processor = build_tiny_image_processor()
+    processor.size = {"shortest_edge": image_side**2, "longest_edge": max(image_side**2, 224**2)}
+    model = build_tiny_vl_model(
+        tok, seed=seed, hidden_size=hidden, num_layers=layers, num_heads=max(2, hidden // 32)
+    )
+    return Policy(model, tok, images=ImageInputs(processor, tok))
 
 
 def train_size(
     hidden: int,
     layers: int,
-    train: Sequence[tuple[list[int], str]],
-    val: Sequence[tuple[list[int], str]],
+    train: Sequence[State],
+    val: Sequence[State],
     answers: dict[str, list[int]],
-    tok,
+    image_side: int | None,
     *,
     steps: int,
     eval_every: int,
@@ -122,8 +153,8 @@ def train_size(
 ) -> tuple[int, float, list[tuple[int, float]]]:
     """Train one size; returns (parameters, seconds per step, [(step, held-out accuracy)])."""
     torch.manual_seed(seed)
-    model = build_tiny_model(tok, seed=seed, hidden_size=hidden, num_layers=layers)
-    policy = Policy(model, tok)
+    policy = build_policy(hidden, layers, seed, image_side)
+    model = policy.model
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     rng = random.Random(seed)
     curve = [(0, move_accuracy(policy, val, answers))]
@@ -132,7 +163,12 @@ def train_size(
         t0 = time.perf_counter()
         model.train()
         picks = [train[rng.randrange(len(train))] for _ in range(batch_size)]
-        batch = collate([p for p, _ in picks], [answers[m] for _, m in picks], policy.pad_id)
+        batch = collate(
+            [p for p, _, _ in picks],
+            [answers[m] for _, _, m in picks],
+            policy.pad_id,
+            pixels=policy.pixels([images for _, images, _ in picks]),
+        )
         logp = token_logprobs(response_logits(model, batch), batch.response_ids)
         loss = -(logp * batch.response_mask).sum() / batch.response_mask.sum()
         optimizer.zero_grad(set_to_none=True)
@@ -161,33 +197,38 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--min-solution-steps", type=int, default=2)
     parser.add_argument("--max-solution-steps", type=int, default=4)
     parser.add_argument(
-        "--observation", default="grid", choices=("grid", "offsets"), help="the env's option"
+        "--observation",
+        default="grid",
+        choices=("grid", "offsets", "image"),
+        help="the env's option, or image: SokobanVisual and the tiny VLM",
     )
+    parser.add_argument("--image-side", type=int, default=84, help="with image: board pixels")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    visual = args.observation == "image"
     env = gym.make(
-        "agentenvs/Sokoban-v0",
+        "agentenvs/SokobanVisual-v0" if visual else "agentenvs/Sokoban-v0",
         max_solution_steps=args.max_solution_steps,
         min_solution_steps=args.min_solution_steps,
         curriculum_size=(320, 64),
         max_steps=args.max_solution_steps,
-        observation=args.observation,
+        **({} if visual else {"observation": args.observation}),
     )
     ids = env.unwrapped.tasks.ids("train")
-    tok = build_tiny_tokenizer()
-    probe = Policy(build_tiny_model(tok), tok)
+    image_side = args.image_side if visual else None
+    probe = build_policy(64, 2, 0, image_side)
     train = expert_states(probe, env, ids[:256])
     val = expert_states(probe, env, ids[256:320])
     answers = _answers(probe, env)
-    counts = {m: sum(x == m for _, x in val) for m in MOVES}
+    counts = {m: sum(x == m for _, _, x in val) for m in MOVES}
     print(f"{len(train)} training states (256 rooms), {len(val)} held-out states (64 rooms); "
           f"held-out moves {counts}; prompt {len(train[0][0])} tokens")  # fmt: skip
     rows = []
     for size in args.sizes.split(","):
         hidden, layers = (int(x) for x in size.split("x"))
         params, per_step, curve = train_size(
-            hidden, layers, train, val, answers, tok, steps=args.steps,
+            hidden, layers, train, val, answers, image_side, steps=args.steps,
             eval_every=args.eval_every, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
         )  # fmt: skip
         reach = next((s for s, a in curve if a >= args.target), None)

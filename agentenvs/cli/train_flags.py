@@ -1,6 +1,6 @@
 """``agentenvs train``'s flags: the recipes, :class:`TrainArgs` and the argparse parser.
 
-This module holds :data:`MAIN_JOB_ENV`, :data:`ALFWORLD_ENV`, :data:`RECIPES` (per-(env, model)
+This module holds :data:`MAIN_JOB_ENV`, :data:`ALFWORLD_ENV`, :data:`VISUAL_ENV`, :data:`RECIPES` (per-(env, model)
 defaults), :data:`GROUPS` and :data:`FLAGS` (each flag's help group and one-line help),
 :data:`FLAG_NAMES`, :data:`RENAMED`, :data:`PLUGIN_GROUP`, :class:`TrainArgs`,
 :func:`import_user_modules`, :func:`build_parser`, :func:`parse_args`, :func:`env_kwargs` and
@@ -49,6 +49,7 @@ __all__ = [
     "ALFWORLD_ENV",
     "DEFAULT_CREDIT",
     "RECIPES",
+    "VISUAL_ENV",
     "GROUPS",
     "FLAGS",
     "FLAG_NAMES",
@@ -68,6 +69,9 @@ MAIN_JOB_ENV = "agentenvs/Sokoban-v0"
 
 #: The ALFWorld line's env: ``--model tiny`` gets the recipe below.
 ALFWORLD_ENV = "agentenvs/ALFWorld-v0"
+
+#: The visual board: ``--model tiny-vl`` gets the recipe below.
+VISUAL_ENV = "agentenvs/SokobanVisual-v0"
 
 #: The credit method when neither ``--credit`` nor a recipe names one: the wrappers' default
 #: (``CreditWrapper.method``, ``VectorCreditWrapper``'s ``method``), since it runs on every env (it
@@ -93,6 +97,9 @@ DEFAULT_CREDIT = "grpo"
 #: * Sokoban ``random-60m`` (the GPU recipe, docs/learner-gpu.md): the main job's rooms and update
 #:   on the grid observation, a demonstration warm start of 300 steps at lr 5e-4, then GraphGPO
 #:   on 16 groups of 8 for 30 iterations at lr 1e-4, all 64 test rooms per decoding.
+#: * SokobanVisual ``tiny-vl`` (docs/visual-agents.md): the main job's rooms and update on the
+#:   board image, a demonstration warm start of 3,500 steps at lr 1e-3 (the tiny VLM's capacity
+#:   check needs about 3,000 to read the board), then 30 iterations of GraphGPO.
 RECIPES: dict[tuple[str, str], dict[str, Any]] = {
     (MAIN_JOB_ENV, "tiny"): {
         "env_kwargs": {
@@ -165,6 +172,25 @@ RECIPES: dict[tuple[str, str], dict[str, Any]] = {
         "gen_batch_size": 128,  # one generate call per turn for every episode of the batch
         "max_new_tokens": 16,
         "eval_tasks": 64,
+    },
+    (VISUAL_ENV, "tiny-vl"): {
+        "env_kwargs": {"max_solution_steps": 4, "min_solution_steps": 2, "max_steps": 6},
+        "credit": "graph",
+        "warm_start": "demo",
+        "warm_start_steps": 3500,
+        "warm_start_lr": 1e-3,
+        "history_length": 0,
+        "groups": 8,
+        "group_size": 8,
+        "iterations": 30,
+        "lr": 3e-4,
+        "warmup_steps": 16,
+        "kl_coef": 0.05,
+        "ppo_epochs": 4,
+        "mini_batches": 4,
+        "micro_batch_size": 32,
+        "max_new_tokens": 16,
+        "torch_threads": 1,
     },
 }
 

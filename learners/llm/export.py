@@ -6,7 +6,8 @@ This module holds :func:`export_policy` and :func:`merged_state_dict`.
   vLLM serves as a model): the weights, with each LoRA layer's ``scaling * B @ A`` added to its
   base weight, under the base model's own names (no ``base_model.model.`` prefix, no
   ``.base_layer``, no ``lora_`` tensors), plus the config, the generation config and the
-  tokenizer. The training model is left as it was: merged weights are new CPU tensors, and
+  tokenizer (and a vision-language model's image processor: ``load_policy`` loads it back as a
+  VLM). The training model is left as it was: merged weights are new CPU tensors, and
   nothing is merged in place.
 * ``merged=False`` (LoRA policies only): the peft adapter (``adapter_config.json`` and
   ``adapter_model.safetensors``), which ``peft.PeftModel.from_pretrained(base, path)`` loads onto
@@ -100,4 +101,6 @@ def export_policy(policy: Policy, path: str | Path, merged: bool = True) -> Path
     target = model.get_base_model() if _is_peft(model) else model
     target.save_pretrained(str(path), state_dict=merged_state_dict(model))
     policy.tokenizer.save_pretrained(str(path))
+    if policy.images is not None:  # a VLM's directory loads with its image processor
+        policy.images.processor.save_pretrained(str(path))
     return path

@@ -15,15 +15,15 @@ weights, for the trainer's sync check), ``sync_weights`` (after each update), ``
 ``wake_up`` (around the update) and ``exact_logprobs`` (whether ``generate``'s log-probs are the
 trainer's; if not, the trainer recomputes the PPO "old" log-probs).
 
-Both backends' ``generate(prompt_ids, *, greedy=False, stop=(), images=None)`` take stop strings (an env
-prompt's ``AgentPrompt.stop``, e.g. ``("</action>",)``): a response ends right after the first
-one, which belongs to the response (HF: transformers' ``StopStringCriteria``; vLLM: ``stop`` with
-``include_stop_str_in_output``), as it ends after a stop token (EOS). Token ids, log-probs and
-text stay consistent: the text is the decoded token ids, so when the token that completes a stop
-string reaches past it (a token such as ``">\n"``), its tail stays in the text. ``images``: each
-prompt's images, for a vision-language policy (``Policy.images``; HF only, the vLLM backend
-refuses them); a caller passes it only when some prompt has one, so a backend without images
-needs no such argument.
+Both backends' ``generate(prompt_ids, *, greedy=False, stop=(), images=None)`` take stop
+strings (an env prompt's ``AgentPrompt.stop``, e.g. ``("</action>",)``): a response ends right
+after the first one, which belongs to the response (HF: transformers' ``StopStringCriteria``;
+vLLM: ``stop`` with ``include_stop_str_in_output``), as it ends after a stop token (EOS). Token
+ids, log-probs and text stay consistent: the text is the decoded token ids, so when the token that
+completes a stop string reaches past it (a token such as ``">\n"``), its tail stays in the text.
+``images``: each prompt's images, for a vision-language policy (``Policy.images``; tested on HF,
+the vLLM requests are built but unverified on the engine, docs/visual-agents.md); a caller passes
+it only when some prompt has one, so a backend without images needs no such argument.
 
 Log-probabilities are ``log softmax(logits / temperature)`` of the sampled token (the full,
 temperature-scaled distribution; with ``top_p < 1`` this is the distribution before truncation, as

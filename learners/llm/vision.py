@@ -15,7 +15,7 @@ This module holds:
 * :func:`check_modalities` - a one-line error when a text model meets an image env or a VLM a
   text env.
 
-The layout is Qwen2-VL's (Qwen2-VL, Qwen2.5-VL, Qwen3-VL): a prompt's image is
+The layout is Qwen2-VL's (Qwen2-VL and Qwen2.5-VL): a prompt's image is
 ``<|vision_start|>``, ``n`` copies of ``<|image_pad|>``, ``<|vision_end|>``, where ``n`` is the
 image's patch grid ``t * h * w`` over ``merge_size ** 2``; a batch's pixel inputs are the rows'
 images concatenated in row order (``pixel_values`` ``(patches, channels * t * patch ** 2)``,

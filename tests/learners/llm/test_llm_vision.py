@@ -248,6 +248,27 @@ def test_vllm_requests_carry_the_images_and_one_image_mark_each():
         engine_requests([ids], [images], None)
 
 
+def test_train_llm_trains_the_tiny_vlm_and_exports_a_directory_that_loads_back(tmp_path):
+    """``train_llm.py agentenvs/SokobanVisual-v0 --model tiny-vl`` (its recipe, cut to a short
+    warm start and one iteration) runs end to end; the exported policy is a VLM again."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[3] / "examples" / "train_llm.py"
+    run = subprocess.run(
+        [sys.executable, str(script), VISUAL, "--model", "tiny-vl", "--iterations", "1",
+         "--warm-start-steps", "20", "--groups", "2", "--group-size", "2", "--eval-tasks", "4",
+         "--out", str(tmp_path / "run"), "--no-progress"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "test success (greedy, 4 tasks)" in run.stdout
+    exported = load_policy(tmp_path / "run" / "policy")
+    assert isinstance(exported.images, ImageInputs)
+    assert exported.model.config.image_token_id == exported.images.image_token_id
+
+
 def test_train_llm_names_the_env_and_the_model_when_they_do_not_fit(tmp_path):
     import subprocess
     import sys
