@@ -25,7 +25,13 @@ from agentenvs.core import (
     generic_prompt,
 )
 from agentenvs.sokoban.env import SokobanEnv
-from agentenvs.sokoban.prompts import CompactSokobanPrompt, SokobanPrompt, project_sokoban_action
+from agentenvs.sokoban.prompts import (
+    CompactSokobanPrompt,
+    CompactVisualSokobanPrompt,
+    SokobanPrompt,
+    VisualSokobanPrompt,
+    project_sokoban_action,
+)
 
 HAS_ALFWORLD = all(importlib.util.find_spec(m) for m in ("alfworld", "textworld"))
 
@@ -239,8 +245,9 @@ def test_hook_through_gym_make_wrappers():
     assert type(env.get_wrapper_attr("agent_prompt")("compact")) is CompactSokobanPrompt
     assert type(agent_prompt_for(env, "compact")) is CompactSokobanPrompt
     assert type(agent_prompt_for(env)) is SokobanPrompt
-    visual = gym.make("agentenvs/SokobanVisual-v0")
-    assert type(visual.get_wrapper_attr("agent_prompt")()) is SokobanPrompt
+    visual = gym.make("agentenvs/SokobanVisual-v0")  # its prompts show the image
+    assert type(visual.get_wrapper_attr("agent_prompt")()) is VisualSokobanPrompt
+    assert type(agent_prompt_for(visual, "compact")) is CompactVisualSokobanPrompt
 
 
 def test_base_hook_gives_generic_prompts():

@@ -10,7 +10,8 @@ from agentenvs.learners.llm.kernels import CPU_KERNELS, pin_cpu_kernels
 
 torch = pytest.importorskip("torch")
 
-CPU_FLAGS = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+CPU_INFO = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+CPU_FLAGS = CPU_INFO.split()
 needs_avx2 = pytest.mark.skipif("avx2" not in CPU_FLAGS, reason="an x86-64 CPU with AVX2")
 
 #: A fresh process: pin, compute, then report torch's kernels and MKL's reproducibility branch
@@ -39,7 +40,10 @@ def probe(kernels: str) -> list[str]:
 def test_a_fresh_process_takes_the_avx2_kernels_in_torch_and_mkl():
     chosen, now, branch = probe("avx2")
     assert chosen == now == "AVX2"
-    if branch != "-1":  # a torch build with MKL: its reproducibility branch is AVX2
+    # A torch build with MKL: its reproducibility branch is AVX2 on Intel CPUs. MKL does not take
+    # the branch on other vendors' CPUs (an AMD EPYC reports 2, MKL_CBWR_AUTO), which is why the
+    # README's exact table is promised on Intel CPUs only (docs/learner-recipe.md).
+    if branch != "-1" and "GenuineIntel" in CPU_INFO:
         assert branch == "10"
 
 
