@@ -51,12 +51,14 @@ def warn_if_unfit(
     seq_len: int,
     response_len: int,
     mini_batch_size: int,
+    **vision: Any,
 ) -> MemoryPlan | None:
     """Plan ``config`` (a ``TrainConfig``) for ``model`` on ``device`` and warn (``UserWarning``,
     with the plan's table and what to change) when it does not fit; returns the plan, or ``None``
     when nothing was checked. ``seq_len``: the longest prompt + the response budget (tokens);
     ``mini_batch_size``: step-samples per optimizer step (more than one micro-batch of them means
-    gradient accumulation)."""
+    gradient accumulation). ``vision``: a VLM's ``images_per_prompt``, ``image_size`` and
+    ``train_vision`` (the planner's fields; ``seq_len`` then counts the text tokens only)."""
     budget = device_memory(device)
     if budget is None:
         return None
@@ -64,7 +66,7 @@ def warn_if_unfit(
         hf = model.config.to_dict()
         attention = getattr(model.config, "_attn_implementation", None)
         kwargs = train_config_kwargs(
-            config, seq_len=seq_len, response_len=response_len, device="cuda"
+            config, seq_len=seq_len, response_len=response_len, device="cuda", **vision
         )
         kwargs["attention"] = attention if attention in _ATTENTION else "sdpa"
         kwargs["grad_accumulation"] = math.ceil(mini_batch_size / kwargs["micro_batch_size"])

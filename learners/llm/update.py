@@ -381,11 +381,36 @@ class PPOUpdate:
             return
         prompt = max(len(samples[i].extras["prompt_ids"]) for i in live)
         mini = math.ceil(len(samples) / self.config.mini_batches)
+        vision = self._vision_plan([samples[i] for i in live])
         warn_if_unfit(
             self.config,
             self.policy.model,
             self.policy.device,
-            seq_len=prompt + self.max_new_tokens,
+            seq_len=prompt - vision.pop("image_tokens", 0) + self.max_new_tokens,
             response_len=self.max_new_tokens,
             mini_batch_size=mini,
+            **vision,
         )
+
+    def _vision_plan(self, samples: Sequence[Step]) -> dict[str, Any]:
+        """A VLM's planner fields for ``samples``: the most images a prompt has, the largest
+        image's size after the processor's resize, whether the tower trains, and the image tokens
+        of the longest prompt (``{}`` for a text policy or text samples)."""
+        rows = images_of(samples)
+        inputs = self.policy.images
+        if rows is None or inputs is None:
+            return {}
+        pixels = self.policy.pixels([[image] for row in rows for image in row])
+        assert pixels is not None  # rows has an image
+        patch = int(getattr(inputs.processor, "patch_size", 14))
+        grid = pixels["image_grid_thw"][int(pixels["image_grid_thw"].prod(-1).argmax())]
+        _, h, w = (int(x) for x in grid)
+        longest = max(samples, key=lambda s: len(s.extras["prompt_ids"]))
+        marks = int((np.asarray(longest.extras["prompt_ids"]) == inputs.image_token_id).sum())
+        visual = [p for n, p in self.policy.model.named_parameters() if "visual" in n]
+        return {
+            "images_per_prompt": max(len(row) for row in rows),
+            "image_size": (h * patch, w * patch),
+            "train_vision": any(p.requires_grad for p in visual),
+            "image_tokens": marks,
+        }

@@ -318,3 +318,34 @@ def test_a_webshop_screenshot_episode_trains_end_to_end(tmp_path):
         assert np.isfinite(trainer.update(steps)["loss"])
     finally:
         trainer.close()
+
+
+def test_the_memory_check_plans_the_images_and_the_tower(tmp_path, monkeypatch):
+    """Before the first update the trainer plans a VLM with its images: one 84x84 board per
+    prompt (9 image tokens, counted once), and the tower's training state only when it trains."""
+    import agentenvs.learners.llm.memcheck as memcheck
+
+    seen = []
+    monkeypatch.setattr(memcheck, "device_memory", lambda device: 2**40)
+    monkeypatch.setattr(
+        memcheck, "check_fits", lambda hf, budget, **kw: seen.append(kw) or (True, None)
+    )
+    config = TrainConfig(iterations=1, seed=3, **SMALL)
+    envs = [lambda: GraphCreditWrapper(gym.make(VISUAL, max_steps=2), group_size=2)] * 2
+    for train_vision in (False, True):
+        policy = tiny_vl_policy()
+        policy.model.model.visual.requires_grad_(train_vision)
+        trainer = Trainer(
+            config, policy, tmp_path / str(train_vision), envs, tensorboard=False, progress=False
+        )
+        groups, _, _ = trainer.collect()
+        steps = [s for g in groups for t in g for s in t.steps]
+        for s in steps:
+            s.advantage = 1.0
+        trainer.update(steps)
+        trainer.close()
+        plan = seen[-1]
+        longest = max(len(s.extras["prompt_ids"]) for s in steps)
+        assert plan["images_per_prompt"] == 1 and plan["image_size"] == (84, 84)
+        assert plan["train_vision"] is train_vision
+        assert plan["seq_len"] == longest - 9 + SMALL["max_new_tokens"]
