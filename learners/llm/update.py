@@ -400,11 +400,13 @@ class PPOUpdate:
         inputs = self.policy.images
         if rows is None or inputs is None:
             return {}
-        pixels = self.policy.pixels([[image] for row in rows for image in row])
-        assert pixels is not None  # rows has an image
+        largest = max(
+            (image for row in rows for image in row), key=lambda a: a.shape[0] * a.shape[1]
+        )
+        pixels = inputs.pixels([[largest]])
+        assert pixels is not None  # one image
         patch = int(getattr(inputs.processor, "patch_size", 14))
-        grid = pixels["image_grid_thw"][int(pixels["image_grid_thw"].prod(-1).argmax())]
-        _, h, w = (int(x) for x in grid)
+        _, h, w = (int(x) for x in pixels["image_grid_thw"][0])
         longest = max(samples, key=lambda s: len(s.extras["prompt_ids"]))
         marks = int((np.asarray(longest.extras["prompt_ids"]) == inputs.image_token_id).sum())
         visual = [p for n, p in self.policy.model.named_parameters() if "visual" in n]
