@@ -17,8 +17,8 @@ from agentenvs.learners.sb3 import (  # noqa: E402
 )
 from agentenvs.wrappers import GraphCreditWrapper
 from agentenvs.wrappers.registry import METHODS
+from sb3_fixtures import GroupCatcher  # noqa: E402
 from stable_baselines3 import PPO  # noqa: E402
-from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
 
 import agentenvs  # noqa: E402, F401
@@ -29,23 +29,9 @@ SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 2, "seed": 0}
 STRUCTURAL = ("gigpo", "graph", "graphgpo", "grpo", "rtmc")
 
 
-class _GroupCatcher(BaseCallback):
-    """Collects every credited group seen in the rollout's infos, in arrival order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.groups: list = []
-
-    def _on_step(self) -> bool:
-        for info in self.locals["infos"]:
-            if "credit" in info:
-                self.groups.append(list(info["credit"]))
-        return True
-
-
 def _collect_one_rollout(model: CreditPPO, setup: bool = True) -> list:
     """Run one ``collect_rollouts`` (no training) and return the credited groups it consumed."""
-    catcher = _GroupCatcher()
+    catcher = GroupCatcher()
     callback = model._setup_learn(10**6, catcher)[1] if setup else catcher
     catcher.init_callback(model)
     assert model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)

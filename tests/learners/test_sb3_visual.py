@@ -19,7 +19,7 @@ from agentenvs.learners.sb3 import (  # noqa: E402
     make_credit_vec_env,
 )
 from agentenvs.wrappers.registry import METHODS
-from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
+from sb3_fixtures import GroupCatcher  # noqa: E402
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 from stable_baselines3.common.vec_env import VecTransposeImage  # noqa: E402
 
@@ -35,20 +35,6 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 VISUAL_ID = "agentenvs/SokobanDiscreteVisual-v0"
 #: Small enough for a 2-core CPU: NatureCNN on 96x96 images, 64-step rollouts.
 SMALL = {"n_steps": 32, "batch_size": 32, "n_epochs": 2, "seed": 0, "device": "cpu"}
-
-
-class _GroupCatcher(BaseCallback):
-    """Collects every credited group seen in the rollout's infos, in arrival order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.groups: list = []
-
-    def _on_step(self) -> bool:
-        for info in self.locals["infos"]:
-            if "credit" in info:
-                self.groups.append(list(info["credit"]))
-        return True
 
 
 def test_visual_discrete_env_is_the_visual_image_with_discrete_moves() -> None:
@@ -86,7 +72,7 @@ def test_cnn_policy_trains_on_the_credit_advantages_of_text_states() -> None:
     env = make_credit_vec_env(VISUAL_ID, "graph", n_envs=2, group_size=2, seed=0, env_kwargs=easy)
     model = CreditPPO("CnnPolicy", env, **SMALL)
     assert model.credit == "graph" and isinstance(model.env, VecTransposeImage)
-    catcher = _GroupCatcher()
+    catcher = GroupCatcher()
     callback = model._setup_learn(10**6, catcher)[1]
     catcher.init_callback(model)
     assert model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)
